@@ -1,0 +1,189 @@
+//! [`Array`]: an opened sharded array — its layout, its store, and the shard writers and
+//! reads over it.
+
+use std::sync::Arc;
+
+use crate::domain::{Domain, Grid, GridCells};
+use crate::error::{Error, Result};
+use crate::layout::{ArraySpec, Layout};
+use crate::store::{join, Store};
+use crate::writer::{shard_index_of, ShardWriter, WriterOptions};
+
+/// The metadata key of an array, inside its folder.
+pub const METADATA_KEY: &str = "zarr.json";
+
+/// A Zarr v3 array in a store, opened for writing shard by shard.
+///
+/// ```
+/// use std::sync::Arc;
+/// use shardwright::layout::ArraySpec;
+/// use shardwright::store::MemoryStore;
+/// use shardwright::Array;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let spec = ArraySpec::new(vec![10, 10], "uint16", vec![4, 4]).shards(vec![8, 8]);
+/// Array::create(store.clone(), "a.zarr", &spec).unwrap();
+/// let array = Array::open(store, "a.zarr").unwrap();
+/// assert_eq!(array.shards().count(), 4);
+/// assert_eq!(array.shard_key(&[1, 0]), "a.zarr/c/1/0");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Array {
+    store: Arc<dyn Store>,
+    path: String,
+    layout: Arc<Layout>,
+    shard_grid: Grid,
+    chunk_grid: Grid,
+    options: WriterOptions,
+}
+
+impl Array {
+    /// Open the array whose `zarr.json` is at `path/zarr.json` in `store` (`path` may be
+    /// empty: the store root).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] without a `zarr.json`, [`Error::Layout`] for metadata that is
+    /// invalid or unsupported, [`Error::Store`] if storage fails.
+    pub fn open(store: Arc<dyn Store>, path: &str) -> Result<Self> {
+        let path = path.trim_matches('/').to_string();
+        let json = store
+            .get(&join(&path, METADATA_KEY))?
+            .ok_or_else(|| Error::NotFound(path.clone()))?;
+        let layout = Layout::from_json(&json)?;
+        Ok(Self::from_layout(store, path, layout))
+    }
+
+    /// Create an array at `path`: write its `zarr.json` (see [`ArraySpec`]).
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] if `path` already holds a `zarr.json`, [`Error::Layout`]
+    /// for settings that do not make a valid array.
+    pub fn create(store: Arc<dyn Store>, path: &str, spec: &ArraySpec) -> Result<Self> {
+        let path = path.trim_matches('/').to_string();
+        let key = join(&path, METADATA_KEY);
+        if store.size(&key)?.is_some() {
+            return Err(Error::AlreadyExists(path));
+        }
+        let json = spec.to_json()?;
+        let layout = Layout::from_json(json.as_bytes())?;
+        store.put(&key, &[json.as_bytes()])?;
+        Ok(Self::from_layout(store, path, layout))
+    }
+
+    fn from_layout(store: Arc<dyn Store>, path: String, layout: Layout) -> Self {
+        Self {
+            store,
+            path,
+            shard_grid: layout.shard_grid(),
+            chunk_grid: layout.chunk_grid(),
+            layout: Arc::new(layout),
+            options: WriterOptions::default(),
+        }
+    }
+
+    /// The same array, whose writers use `options`.
+    #[must_use]
+    pub fn with_options(mut self, options: WriterOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options its writers use.
+    #[must_use]
+    pub fn options(&self) -> &WriterOptions {
+        &self.options
+    }
+
+    /// The layout read from `zarr.json`.
+    #[must_use]
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The array's folder in the store.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The whole array as a domain.
+    #[must_use]
+    pub fn bounds(&self) -> Domain {
+        self.layout.bounds()
+    }
+
+    /// The grid of shards.
+    #[must_use]
+    pub fn shard_grid(&self) -> &Grid {
+        &self.shard_grid
+    }
+
+    /// The grid of inner chunks over the whole array.
+    #[must_use]
+    pub fn chunk_grid(&self) -> &Grid {
+        &self.chunk_grid
+    }
+
+    /// Every shard, clipped to the array, in C order.
+    #[must_use]
+    pub fn shards(&self) -> GridCells<'_> {
+        self.shard_grid.cells()
+    }
+
+    /// The shards that meet `region`, clipped to the array (not to `region`), in C order.
+    #[must_use]
+    pub fn shards_meeting(&self, region: &Domain) -> GridCells<'_> {
+        self.shard_grid.cells_meeting(region)
+    }
+
+    /// The inner chunks that meet `region`, clipped to the array, in C order.
+    #[must_use]
+    pub fn chunks_meeting(&self, region: &Domain) -> GridCells<'_> {
+        self.chunk_grid.cells_meeting(region)
+    }
+
+    /// The shard at grid index `index`, clipped to the array.
+    ///
+    /// # Errors
+    /// [`Error::Domain`] for an index outside the shard grid or of the wrong rank.
+    pub fn shard(&self, index: &[u64]) -> Result<Domain> {
+        Ok(self.shard_grid.cell(index)?)
+    }
+
+    /// The storage key of the shard at grid index `index`.
+    #[must_use]
+    pub fn shard_key(&self, index: &[u64]) -> String {
+        join(&self.path, &self.layout.shard_key(index))
+    }
+
+    /// A writer for `shard` (a domain from [`shards`](Self::shards)). Nothing is stored
+    /// until it commits.
+    ///
+    /// # Errors
+    /// [`Error::Domain`] or [`Error::NotAnInnerChunk`] if `shard` is not one of the shards.
+    pub fn shard_writer(&self, shard: &Domain) -> Result<ShardWriter> {
+        let index = shard_index_of(&self.layout, shard)?;
+        ShardWriter::new(
+            Arc::clone(&self.layout),
+            Arc::clone(&self.store),
+            self.shard_key(&index),
+            shard,
+            &self.options,
+        )
+    }
+
+    /// Read `region` as raw elements (C order, native endian).
+    ///
+    /// # Errors
+    /// [`Error::Domain`] for a region outside the array, [`Error::Format`] for a corrupt
+    /// stored shard, [`Error::Store`] if storage fails.
+    pub fn read(&self, region: &Domain) -> Result<Vec<u8>> {
+        crate::read::read_region(self, region)
+    }
+}

@@ -1,0 +1,228 @@
+//! Copying n-dimensional blocks of fixed-size elements between byte buffers.
+//!
+//! Buffers are C-ordered (row-major) arrays of `elem_size`-byte elements. The copies move
+//! the longest contiguous runs they can: trailing dimensions that a block covers whole in
+//! both buffers are merged into one run.
+//!
+//! ```
+//! use shardwright::domain::copy::copy_block;
+//!
+//! // Copy a 2×2 block from (1, 1) of a 3×3 u8 array to (0, 0) of a 2×2 one.
+//! let src: Vec<u8> = (0..9).collect();
+//! let mut dst = vec![0u8; 4];
+//! copy_block(&src, &[3, 3], &[1, 1], &mut dst, &[2, 2], &[0, 0], &[2, 2], 1);
+//! assert_eq!(dst, vec![4, 5, 7, 8]);
+//! ```
+
+/// Copy a block of `block` elements from `src` (an array of `src_shape`, block at
+/// `src_origin`) into `dst` (an array of `dst_shape`, block at `dst_origin`).
+///
+/// # Panics
+/// Panics if the ranks differ, the block does not fit either array, or a buffer is not
+/// exactly its shape's size. Callers check their input first; these are bugs, not input.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_block(
+    src: &[u8],
+    src_shape: &[u64],
+    src_origin: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    dst_origin: &[u64],
+    block: &[u64],
+    elem_size: usize,
+) {
+    let rank = block.len();
+    assert!(src_shape.len() == rank && dst_shape.len() == rank);
+    assert_eq!(
+        src.len() as u64,
+        src_shape.iter().product::<u64>() * elem_size as u64
+    );
+    assert_eq!(
+        dst.len() as u64,
+        dst_shape.iter().product::<u64>() * elem_size as u64
+    );
+    for d in 0..rank {
+        assert!(
+            src_origin[d] + block[d] <= src_shape[d],
+            "block outside the source"
+        );
+        assert!(
+            dst_origin[d] + block[d] <= dst_shape[d],
+            "block outside the destination"
+        );
+    }
+    if block.contains(&0) {
+        return;
+    }
+    if rank == 0 {
+        dst[..elem_size].copy_from_slice(&src[..elem_size]);
+        return;
+    }
+    // Merge trailing dimensions that the block covers whole in both arrays.
+    let mut split = rank - 1;
+    while split > 0 && block[split] == src_shape[split] && block[split] == dst_shape[split] {
+        split -= 1;
+    }
+    let run_elems: u64 = block[split..].iter().product();
+    let run = run_elems as usize * elem_size;
+    let src_strides = strides(src_shape, elem_size);
+    let dst_strides = strides(dst_shape, elem_size);
+    let outer = &block[..split];
+    let mut counter = vec![0u64; split];
+    loop {
+        let mut s = 0usize;
+        let mut t = 0usize;
+        for d in 0..rank {
+            let i = if d < split { counter[d] } else { 0 };
+            s += ((src_origin[d] + i) as usize) * src_strides[d];
+            t += ((dst_origin[d] + i) as usize) * dst_strides[d];
+        }
+        dst[t..t + run].copy_from_slice(&src[s..s + run]);
+        if !increment(&mut counter, outer) {
+            break;
+        }
+    }
+}
+
+/// Fill `dst` (a C-ordered array of `dst_shape`) with copies of the element `value`.
+///
+/// ```
+/// let mut dst = vec![0u8; 6];
+/// shardwright::domain::copy::fill(&mut dst, &[7, 1]);
+/// assert_eq!(dst, vec![7, 1, 7, 1, 7, 1]);
+/// ```
+pub fn fill(dst: &mut [u8], value: &[u8]) {
+    if value.iter().all(|b| *b == value[0]) {
+        dst.fill(value.first().copied().unwrap_or(0));
+    } else {
+        for element in dst.chunks_exact_mut(value.len()) {
+            element.copy_from_slice(value);
+        }
+    }
+}
+
+/// Whether every element of `data` equals the element `value`.
+///
+/// ```
+/// assert!(shardwright::domain::copy::all_equal(&[0, 1, 0, 1], &[0, 1]));
+/// assert!(!shardwright::domain::copy::all_equal(&[0, 1, 1, 1], &[0, 1]));
+/// ```
+#[must_use]
+pub fn all_equal(data: &[u8], value: &[u8]) -> bool {
+    if value.is_empty() || data.len() % value.len() != 0 {
+        return false;
+    }
+    if value.iter().all(|b| *b == value[0]) {
+        let v = value[0];
+        // Word-at-a-time comparison: this runs on every chunk written.
+        let (head, words, tail) = unsafe { data.align_to::<u64>() };
+        let word = u64::from_ne_bytes([v; 8]);
+        head.iter().all(|b| *b == v)
+            && words.iter().all(|w| *w == word)
+            && tail.iter().all(|b| *b == v)
+    } else {
+        data.chunks_exact(value.len()).all(|e| e == value)
+    }
+}
+
+/// Gather a strided block of elements into a C-ordered buffer.
+///
+/// `base` points at the block's first element; `strides` are in bytes (negative strides
+/// allowed), one per dimension of `shape`. `dst` receives the block in C order.
+///
+/// # Safety
+/// Every element `base + sum(i[d] * strides[d])` for `i` inside `shape` must be readable
+/// for `elem_size` bytes for the duration of the call, and must not overlap `dst`.
+///
+/// ```
+/// use shardwright::domain::copy::gather_strided;
+/// // A transposed 2×3 view of a 3×2 u8 array.
+/// let src: Vec<u8> = vec![0, 1, 2, 3, 4, 5];
+/// let mut dst = vec![0u8; 6];
+/// unsafe { gather_strided(src.as_ptr(), &[2, 3], &[1, 2], 1, &mut dst) };
+/// assert_eq!(dst, vec![0, 2, 4, 1, 3, 5]);
+/// ```
+pub unsafe fn gather_strided(
+    base: *const u8,
+    shape: &[u64],
+    strides: &[isize],
+    elem_size: usize,
+    dst: &mut [u8],
+) {
+    assert_eq!(shape.len(), strides.len());
+    let total: u64 = shape.iter().product();
+    assert_eq!(dst.len() as u64, total * elem_size as u64);
+    if total == 0 {
+        return;
+    }
+    let rank = shape.len();
+    if rank == 0 {
+        std::ptr::copy_nonoverlapping(base, dst.as_mut_ptr(), elem_size);
+        return;
+    }
+    // Merge trailing dimensions that are contiguous in the source.
+    let mut split = rank - 1;
+    let mut expected = elem_size as isize;
+    let contiguous_last = strides[rank - 1] == expected;
+    if contiguous_last {
+        expected *= shape[rank - 1] as isize;
+        while split > 0 && strides[split - 1] == expected {
+            split -= 1;
+            expected *= shape[split] as isize;
+        }
+    }
+    let outer = &shape[..split.min(rank)];
+    let (run_elems, inner_stride) = if contiguous_last {
+        (shape[split..].iter().product::<u64>() as usize, 0)
+    } else {
+        (shape[rank - 1] as usize, strides[rank - 1])
+    };
+    let outer = if contiguous_last {
+        outer
+    } else {
+        &shape[..rank - 1]
+    };
+    let mut counter = vec![0u64; outer.len()];
+    let mut out = dst.as_mut_ptr();
+    loop {
+        let mut p = base;
+        for (d, i) in counter.iter().enumerate() {
+            p = p.offset(*i as isize * strides[d]);
+        }
+        if contiguous_last {
+            let n = run_elems * elem_size;
+            std::ptr::copy_nonoverlapping(p, out, n);
+            out = out.add(n);
+        } else {
+            for _ in 0..run_elems {
+                std::ptr::copy_nonoverlapping(p, out, elem_size);
+                p = p.offset(inner_stride);
+                out = out.add(elem_size);
+            }
+        }
+        if !increment(&mut counter, outer) {
+            break;
+        }
+    }
+}
+
+/// C-order byte strides of an array of `shape`.
+fn strides(shape: &[u64], elem_size: usize) -> Vec<usize> {
+    let mut strides = vec![elem_size; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1] as usize;
+    }
+    strides
+}
+
+/// Advance an odometer over `extent`; false when it wraps around.
+fn increment(counter: &mut [u64], extent: &[u64]) -> bool {
+    for d in (0..counter.len()).rev() {
+        counter[d] += 1;
+        if counter[d] < extent[d] {
+            return true;
+        }
+        counter[d] = 0;
+    }
+    false
+}

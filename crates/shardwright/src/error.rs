@@ -1,0 +1,98 @@
+//! The crate-wide error: each layer's error, plus what the writer adds.
+
+use crate::domain::{Domain, DomainError};
+use crate::format::FormatError;
+use crate::layout::LayoutError;
+use crate::store::StoreError;
+
+/// Every error shardwright returns. Lower layers have their own enums; this wraps them.
+///
+/// ```
+/// use shardwright::{Error, ErrorKind};
+/// let err = Error::NotFound("fish.zarr".into());
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// assert!(err.to_string().contains("fish.zarr"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A region or index of the wrong rank or outside its bounds.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// Metadata that cannot be read or is not supported.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// A shard or chunk that cannot be encoded or decoded (e.g. a corrupt stored shard).
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The storage backend failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No `zarr.json` where an array was expected.
+    #[error("no Zarr array at '{0}' (no zarr.json there)")]
+    NotFound(String),
+    /// An array already exists where one was to be created.
+    #[error("an array already exists at '{0}'")]
+    AlreadyExists(String),
+    /// A region given where a whole inner chunk of a shard was expected.
+    #[error("{region} is not an inner chunk of shard {shard}; expected one of its inner chunks, such as {example}")]
+    NotAnInnerChunk {
+        /// The region given.
+        region: Domain,
+        /// The shard being written.
+        shard: Domain,
+        /// The inner chunk that starts where the region starts, if any.
+        example: Domain,
+    },
+    /// Data whose size does not match the region it is written to.
+    #[error("data for {region} must have shape {shape:?} ({expected} bytes); got {got} bytes")]
+    DataLength {
+        /// The region written.
+        region: Domain,
+        /// Its shape.
+        shape: Vec<u64>,
+        /// The bytes expected.
+        expected: usize,
+        /// The bytes given.
+        got: usize,
+    },
+    /// A writer used after it was committed or aborted.
+    #[error("the shard writer for {0} is already closed (committed or aborted)")]
+    Closed(Domain),
+}
+
+/// The broad class of an [`Error`], for mapping to other error systems (e.g. Python's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Wrong shape, rank or data size.
+    Shape,
+    /// A region or index out of bounds.
+    Bounds,
+    /// Something in the array's metadata shardwright does not support.
+    Unsupported,
+    /// A stored shard that is corrupt.
+    CorruptShard,
+    /// No array where one was expected.
+    NotFound,
+    /// Anything else: I/O failures, invalid metadata, closed writers.
+    Other,
+}
+
+impl Error {
+    /// The broad class of this error.
+    #[must_use]
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Domain(DomainError::OutOfBounds { .. }) => ErrorKind::Bounds,
+            Error::Domain(_) | Error::DataLength { .. } | Error::NotAnInnerChunk { .. } => {
+                ErrorKind::Shape
+            }
+            Error::Layout(LayoutError::Unsupported(_)) => ErrorKind::Unsupported,
+            Error::Format(FormatError::Corrupt(_)) => ErrorKind::CorruptShard,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

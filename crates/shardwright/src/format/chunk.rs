@@ -1,0 +1,76 @@
+//! Encoding and decoding one inner chunk with the layout's codec chain.
+
+use std::borrow::Cow;
+
+use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits};
+
+use super::{codec_options, FormatError};
+use crate::domain::copy::all_equal;
+use crate::layout::Layout;
+
+/// Encode one raw inner chunk (C order, native endian, the full inner chunk shape).
+/// Returns `None` when every element equals the fill value: such chunks are not stored.
+///
+/// ```
+/// use shardwright::format::chunk;
+/// use shardwright::layout::{ArraySpec, Layout};
+/// let json = ArraySpec::new(vec![4], "uint16", vec![2]).to_json().unwrap();
+/// let layout = Layout::from_json(json.as_bytes()).unwrap();
+/// assert!(chunk::encode(&layout, vec![0; 4]).unwrap().is_none());
+/// assert!(chunk::encode(&layout, vec![1, 0, 0, 0]).unwrap().is_some());
+/// ```
+///
+/// # Errors
+/// [`FormatError::RawLength`] for data of the wrong length, [`FormatError::Codec`] if a
+/// codec fails.
+pub fn encode(layout: &Layout, raw: Vec<u8>) -> Result<Option<Vec<u8>>, FormatError> {
+    let expected = layout.raw_chunk_bytes();
+    if raw.len() != expected {
+        return Err(FormatError::RawLength {
+            expected,
+            got: raw.len(),
+        });
+    }
+    if all_equal(&raw, layout.fill_value_bytes()) {
+        return Ok(None);
+    }
+    let encoded = layout
+        .inner_codecs()
+        .encode(
+            ArrayBytes::new_flen(Cow::Owned(raw)),
+            layout.chunk_shape_nz(),
+            layout.data_type(),
+            layout.fill_value(),
+            &codec_options(),
+        )
+        .map_err(|e| FormatError::Codec(e.to_string()))?;
+    Ok(Some(encoded.into_owned()))
+}
+
+/// Decode one stored inner chunk into raw bytes (C order, native endian, full chunk shape).
+///
+/// # Errors
+/// [`FormatError::Corrupt`] if the bytes do not decode to one inner chunk.
+pub fn decode(layout: &Layout, encoded: &[u8]) -> Result<Vec<u8>, FormatError> {
+    let decoded = layout
+        .inner_codecs()
+        .decode(
+            Cow::Borrowed(encoded),
+            layout.chunk_shape_nz(),
+            layout.data_type(),
+            layout.fill_value(),
+            &codec_options(),
+        )
+        .map_err(|e| FormatError::Corrupt(format!("inner chunk does not decode: {e}")))?;
+    let raw = decoded
+        .into_fixed()
+        .map_err(|e| FormatError::Corrupt(format!("inner chunk does not decode: {e}")))?;
+    if raw.len() != layout.raw_chunk_bytes() {
+        return Err(FormatError::Corrupt(format!(
+            "inner chunk decodes to {} bytes, expected {}",
+            raw.len(),
+            layout.raw_chunk_bytes()
+        )));
+    }
+    Ok(raw.into_owned())
+}

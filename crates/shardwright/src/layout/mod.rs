@@ -1,0 +1,475 @@
+//! What a sharded array looks like, read from its `zarr.json`.
+//!
+//! A [`Layout`] holds the shape, data type, fill value, the shard grid and the inner-chunk
+//! grid, the inner codec chain, the shard index codecs and location, and the storage key of
+//! each shard. It is built with zarrs' metadata, data type and codec types; no codec is
+//! implemented here. An array without a `sharding_indexed` codec is laid out as shards of one
+//! chunk each, stored without an index.
+//!
+//! Supported: every fixed-size data type zarrs knows; inner codecs `bytes` (either endian),
+//! `transpose`, `zstd`, `blosc`, `gzip`, `crc32c`; index codecs `bytes` and `crc32c`; index
+//! at the start or the end; rank 1 to 8; the `regular` chunk grid; the `default` and `v2`
+//! chunk key encodings. Anything else is a [`LayoutError::Unsupported`] naming it.
+//!
+//! ```
+//! use shardwright::layout::{ArraySpec, Layout};
+//!
+//! let json = ArraySpec::new(vec![100, 100], "uint16", vec![10, 10])
+//!     .shards(vec![50, 50])
+//!     .to_json()
+//!     .unwrap();
+//! let layout = Layout::from_json(json.as_bytes()).unwrap();
+//! assert_eq!(layout.shard_grid().grid_shape(), &[2, 2]);
+//! assert_eq!(layout.chunks_per_shard(), &[5, 5]);
+//! assert_eq!(layout.shard_key(&[1, 0]), "c/1/0");
+//! ```
+
+mod create;
+
+pub use create::{ArraySpec, Compressor};
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use zarrs::array::{
+    ArrayMetadataV3, ArrayToBytesCodecTraits, BytesRepresentation, ChunkKeyEncoding, CodecChain,
+    DataType, FillValue,
+};
+use zarrs::metadata::v3::MetadataV3;
+use zarrs::metadata_ext::codec::sharding::{ShardingCodecConfiguration, ShardingIndexLocation};
+
+use crate::domain::{Domain, Grid};
+
+/// The highest rank supported.
+pub const MAX_RANK: usize = 8;
+
+const INNER_CODECS: &[&str] = &["bytes", "transpose", "zstd", "blosc", "gzip", "crc32c"];
+const INDEX_CODECS: &[&str] = &["bytes", "crc32c"];
+
+/// Errors of the `layout` layer: metadata that cannot be read or is not supported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// `zarr.json` is not valid Zarr v3 array metadata.
+    #[error("invalid zarr.json: {0}")]
+    Invalid(String),
+    /// The array uses something shardwright does not support; the text names it.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+/// Where the index of a shard lies within the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexLocation {
+    /// Before the inner chunks.
+    Start,
+    /// After the inner chunks (zarr-python's and TensorStore's default).
+    End,
+}
+
+/// How the index of each shard is encoded.
+#[derive(Debug, Clone)]
+pub struct IndexSpec {
+    pub(crate) codecs: Arc<CodecChain>,
+    pub(crate) location: IndexLocation,
+    pub(crate) encoded_size: u64,
+}
+
+impl IndexSpec {
+    /// Where the index lies in a shard.
+    #[must_use]
+    pub fn location(&self) -> IndexLocation {
+        self.location
+    }
+
+    /// The size in bytes of an encoded index.
+    #[must_use]
+    pub fn encoded_size(&self) -> u64 {
+        self.encoded_size
+    }
+}
+
+/// The layout of one sharded Zarr v3 array. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    metadata: ArrayMetadataV3,
+    shape: Vec<u64>,
+    data_type: DataType,
+    data_type_name: String,
+    fill_value: FillValue,
+    element_size: usize,
+    shard_shape: Vec<u64>,
+    chunk_shape: Vec<u64>,
+    chunk_shape_nz: Vec<NonZeroU64>,
+    chunks_per_shard: Vec<u64>,
+    inner_codecs: Arc<CodecChain>,
+    index: Option<IndexSpec>,
+    key_encoding: ChunkKeyEncoding,
+}
+
+fn unsupported(what: impl Into<String>) -> LayoutError {
+    LayoutError::Unsupported(what.into())
+}
+
+fn invalid(what: impl Into<String>) -> LayoutError {
+    LayoutError::Invalid(what.into())
+}
+
+fn check_codec_names(
+    codecs: &[MetadataV3],
+    allowed: &[&str],
+    role: &str,
+) -> Result<(), LayoutError> {
+    for codec in codecs {
+        if !allowed.contains(&codec.name()) {
+            return Err(unsupported(format!(
+                "{role} codec '{}' (supported: {})",
+                codec.name(),
+                allowed.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn codec_chain(codecs: &[MetadataV3], role: &str) -> Result<Arc<CodecChain>, LayoutError> {
+    CodecChain::from_metadata(codecs)
+        .map(Arc::new)
+        .map_err(|e| invalid(format!("{role} codecs: {e}")))
+}
+
+impl Layout {
+    /// Read a layout from the bytes of a `zarr.json` file.
+    ///
+    /// # Errors
+    /// [`LayoutError::Invalid`] for JSON that is not Zarr v3 array metadata,
+    /// [`LayoutError::Unsupported`] for a data type, codec, grid or key encoding outside the
+    /// supported set (the message names it).
+    pub fn from_json(json: &[u8]) -> Result<Self, LayoutError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(json).map_err(|e| invalid(format!("not JSON: {e}")))?;
+        match value.get("zarr_format").and_then(serde_json::Value::as_u64) {
+            Some(3) => {}
+            Some(v) => return Err(unsupported(format!("Zarr format version {v} (only 3)"))),
+            None => return Err(invalid("no zarr_format field")),
+        }
+        if value.get("node_type").and_then(serde_json::Value::as_str) != Some("array") {
+            return Err(invalid("node_type is not \"array\" (a group?)"));
+        }
+        let metadata: ArrayMetadataV3 =
+            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        Self::from_metadata(metadata)
+    }
+
+    /// Build a layout from parsed Zarr v3 array metadata.
+    ///
+    /// # Errors
+    /// As [`Layout::from_json`].
+    pub fn from_metadata(metadata: ArrayMetadataV3) -> Result<Self, LayoutError> {
+        let shape = metadata.shape.clone();
+        if shape.is_empty() || shape.len() > MAX_RANK {
+            return Err(unsupported(format!(
+                "rank {} (supported: 1 to {MAX_RANK})",
+                shape.len()
+            )));
+        }
+        if !metadata.storage_transformers.is_empty() {
+            return Err(unsupported("storage transformers"));
+        }
+        let data_type = DataType::from_metadata(&metadata.data_type)
+            .map_err(|_| unsupported(format!("data type '{}'", metadata.data_type.name())))?;
+        let data_type_name = metadata.data_type.name().to_string();
+        let element_size = data_type
+            .fixed_size()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| unsupported(format!("data type '{data_type_name}' (not fixed-size)")))?;
+        let fill_value = data_type.fill_value_v3(&metadata.fill_value).map_err(|_| {
+            invalid(format!(
+                "fill value {} is not a {data_type_name}",
+                metadata.fill_value
+            ))
+        })?;
+        if fill_value.size() != element_size {
+            return Err(unsupported(format!("data type '{data_type_name}'")));
+        }
+        let grid_shape = regular_grid_shape(&metadata.chunk_grid, shape.len())?;
+        let key_encoding = chunk_key_encoding(&metadata.chunk_key_encoding)?;
+
+        let (chunk_shape, inner_codecs, index) = match metadata.codecs.as_slice() {
+            [only] if only.name() == "sharding_indexed" => {
+                let config = sharding_config(only)?;
+                check_codec_names(&config.codecs, INNER_CODECS, "inner")?;
+                check_codec_names(&config.index_codecs, INDEX_CODECS, "index")?;
+                let chunk_shape: Vec<u64> = config.chunk_shape.iter().map(|c| c.get()).collect();
+                (
+                    chunk_shape,
+                    codec_chain(&config.codecs, "inner")?,
+                    Some(config),
+                )
+            }
+            codecs => {
+                if let Some(sharding) = codecs.iter().find(|c| c.name() == "sharding_indexed") {
+                    return Err(unsupported(format!(
+                        "codec '{}' combined with other outer codecs",
+                        sharding.name()
+                    )));
+                }
+                check_codec_names(codecs, INNER_CODECS, "array")?;
+                (grid_shape.clone(), codec_chain(codecs, "array")?, None)
+            }
+        };
+        if chunk_shape.len() != shape.len() {
+            return Err(invalid(format!(
+                "inner chunk shape {chunk_shape:?} does not have the array's rank {}",
+                shape.len()
+            )));
+        }
+        let shard_shape = grid_shape;
+        if chunk_shape.contains(&0)
+            || shard_shape
+                .iter()
+                .zip(&chunk_shape)
+                .any(|(s, c)| s % c != 0)
+        {
+            return Err(invalid(format!(
+                "inner chunk shape {chunk_shape:?} does not divide shard shape {shard_shape:?}"
+            )));
+        }
+        let chunks_per_shard: Vec<u64> = shard_shape
+            .iter()
+            .zip(&chunk_shape)
+            .map(|(s, c)| s / c)
+            .collect();
+        let chunk_shape_nz: Vec<NonZeroU64> = chunk_shape
+            .iter()
+            .map(|c| NonZeroU64::new(*c).expect("checked non-zero"))
+            .collect();
+        // Check that the inner chain accepts this data type (e.g. bytes without endian on
+        // a multi-byte type is rejected here rather than at the first write).
+        inner_codecs
+            .encoded_representation(&chunk_shape_nz, &data_type, &fill_value)
+            .map_err(|e| unsupported(format!("codecs for data type '{data_type_name}': {e}")))?;
+
+        let index = match index {
+            None => None,
+            Some(config) => Some(index_spec(&config, &chunks_per_shard)?),
+        };
+        Ok(Self {
+            metadata,
+            shape,
+            data_type,
+            data_type_name,
+            fill_value,
+            element_size,
+            shard_shape,
+            chunk_shape,
+            chunk_shape_nz,
+            chunks_per_shard,
+            inner_codecs,
+            index,
+            key_encoding,
+        })
+    }
+
+    /// The Zarr v3 metadata this layout was read from.
+    #[must_use]
+    pub fn metadata(&self) -> &ArrayMetadataV3 {
+        &self.metadata
+    }
+
+    /// The array shape.
+    #[must_use]
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// The number of dimensions.
+    #[must_use]
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The whole array as a domain.
+    #[must_use]
+    pub fn bounds(&self) -> Domain {
+        Domain::from_shape(self.shape.clone())
+    }
+
+    /// The Zarr v3 name of the data type, e.g. `"uint16"`.
+    #[must_use]
+    pub fn data_type_name(&self) -> &str {
+        &self.data_type_name
+    }
+
+    /// The zarrs data type.
+    #[must_use]
+    pub fn data_type(&self) -> &DataType {
+        &self.data_type
+    }
+
+    /// The size of one element in bytes.
+    #[must_use]
+    pub fn element_size(&self) -> usize {
+        self.element_size
+    }
+
+    /// The zarrs fill value.
+    #[must_use]
+    pub fn fill_value(&self) -> &FillValue {
+        &self.fill_value
+    }
+
+    /// The fill value as one element's native-endian bytes.
+    #[must_use]
+    pub fn fill_value_bytes(&self) -> &[u8] {
+        self.fill_value.as_ne_bytes()
+    }
+
+    /// The shape of a shard (the outer chunk grid's cell).
+    #[must_use]
+    pub fn shard_shape(&self) -> &[u64] {
+        &self.shard_shape
+    }
+
+    /// The shape of an inner chunk (equal to the shard shape for an unsharded array).
+    #[must_use]
+    pub fn chunk_shape(&self) -> &[u64] {
+        &self.chunk_shape
+    }
+
+    pub(crate) fn chunk_shape_nz(&self) -> &[NonZeroU64] {
+        &self.chunk_shape_nz
+    }
+
+    /// The number of inner chunks along each dimension of a shard.
+    #[must_use]
+    pub fn chunks_per_shard(&self) -> &[u64] {
+        &self.chunks_per_shard
+    }
+
+    /// The number of inner chunk slots in one shard.
+    #[must_use]
+    pub fn slots_per_shard(&self) -> usize {
+        self.chunks_per_shard.iter().product::<u64>() as usize
+    }
+
+    /// The size in bytes of one raw (decoded) inner chunk.
+    #[must_use]
+    pub fn raw_chunk_bytes(&self) -> usize {
+        self.chunk_shape.iter().product::<u64>() as usize * self.element_size
+    }
+
+    /// Whether the array uses the `sharding_indexed` codec.
+    #[must_use]
+    pub fn is_sharded(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// How shard indexes are encoded, for a sharded array.
+    #[must_use]
+    pub fn index(&self) -> Option<&IndexSpec> {
+        self.index.as_ref()
+    }
+
+    /// The codec chain of inner chunks (of whole chunks, for an unsharded array).
+    #[must_use]
+    pub fn inner_codecs(&self) -> &Arc<CodecChain> {
+        &self.inner_codecs
+    }
+
+    /// The grid of shards over the array.
+    #[must_use]
+    pub fn shard_grid(&self) -> Grid {
+        Grid::new(self.shape.clone(), self.shard_shape.clone()).expect("validated shapes")
+    }
+
+    /// The grid of inner chunks over the whole array.
+    #[must_use]
+    pub fn chunk_grid(&self) -> Grid {
+        Grid::new(self.shape.clone(), self.chunk_shape.clone()).expect("validated shapes")
+    }
+
+    /// The storage key of a shard, relative to the array's folder, e.g. `c/0/1/2`.
+    #[must_use]
+    pub fn shard_key(&self, shard_index: &[u64]) -> String {
+        self.key_encoding.encode(shard_index).as_str().to_string()
+    }
+}
+
+fn regular_grid_shape(grid: &MetadataV3, rank: usize) -> Result<Vec<u64>, LayoutError> {
+    if grid.name() != "regular" {
+        return Err(unsupported(format!(
+            "chunk grid '{}' (only 'regular')",
+            grid.name()
+        )));
+    }
+    #[derive(serde::Deserialize)]
+    struct Regular {
+        chunk_shape: Vec<u64>,
+    }
+    let regular: Regular = grid
+        .to_typed_configuration()
+        .map_err(|e| invalid(format!("regular chunk grid: {e}")))?;
+    if regular.chunk_shape.len() != rank || regular.chunk_shape.contains(&0) {
+        return Err(invalid(format!(
+            "chunk shape {:?} does not fit an array of rank {rank}",
+            regular.chunk_shape
+        )));
+    }
+    Ok(regular.chunk_shape)
+}
+
+fn chunk_key_encoding(metadata: &MetadataV3) -> Result<ChunkKeyEncoding, LayoutError> {
+    if !matches!(metadata.name(), "default" | "v2") {
+        return Err(unsupported(format!(
+            "chunk key encoding '{}'",
+            metadata.name()
+        )));
+    }
+    ChunkKeyEncoding::from_metadata(metadata)
+        .map_err(|e| invalid(format!("chunk key encoding: {e}")))
+}
+
+fn sharding_config(
+    metadata: &MetadataV3,
+) -> Result<zarrs::metadata_ext::codec::sharding::ShardingCodecConfigurationV1, LayoutError> {
+    let config: ShardingCodecConfiguration = metadata
+        .to_typed_configuration()
+        .map_err(|e| invalid(format!("sharding_indexed configuration: {e}")))?;
+    match config {
+        ShardingCodecConfiguration::V1(config) => Ok(config),
+        _ => Err(unsupported("sharding_indexed configuration version")),
+    }
+}
+
+fn index_spec(
+    config: &zarrs::metadata_ext::codec::sharding::ShardingCodecConfigurationV1,
+    chunks_per_shard: &[u64],
+) -> Result<IndexSpec, LayoutError> {
+    let codecs = codec_chain(&config.index_codecs, "index")?;
+    let mut index_shape: Vec<NonZeroU64> = chunks_per_shard
+        .iter()
+        .map(|c| NonZeroU64::new(*c).expect("non-zero"))
+        .collect();
+    index_shape.push(NonZeroU64::new(2).expect("2 > 0"));
+    let u64_type = zarrs::array::data_type::uint64();
+    let representation = codecs
+        .encoded_representation(&index_shape, &u64_type, &FillValue::from(u64::MAX))
+        .map_err(|e| invalid(format!("index codecs: {e}")))?;
+    let BytesRepresentation::FixedSize(encoded_size) = representation else {
+        return Err(unsupported(format!(
+            "index codecs with a variable encoded size ({representation})"
+        )));
+    };
+    let location = match config.index_location {
+        ShardingIndexLocation::Start => IndexLocation::Start,
+        ShardingIndexLocation::End => IndexLocation::End,
+    };
+    Ok(IndexSpec {
+        codecs,
+        location,
+        encoded_size,
+    })
+}
+
+#[cfg(test)]
+mod tests;

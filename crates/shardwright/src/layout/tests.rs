@@ -1,0 +1,123 @@
+use super::*;
+use serde_json::json;
+
+fn zarr_python_default() -> serde_json::Value {
+    json!({
+        "shape": [100, 50], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [20, 20]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [10, 10],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                       {"name": "zstd", "configuration": {"level": 0, "checksum": false}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}],
+        "attributes": {}, "zarr_format": 3, "node_type": "array", "storage_transformers": []
+    })
+}
+
+fn read(value: &serde_json::Value) -> Result<Layout, LayoutError> {
+    Layout::from_json(value.to_string().as_bytes())
+}
+
+#[test]
+fn reads_what_zarr_python_writes() {
+    let layout = read(&zarr_python_default()).unwrap();
+    assert_eq!(layout.shape(), &[100, 50]);
+    assert_eq!(layout.shard_shape(), &[20, 20]);
+    assert_eq!(layout.chunk_shape(), &[10, 10]);
+    assert_eq!(layout.chunks_per_shard(), &[2, 2]);
+    assert_eq!(layout.element_size(), 2);
+    assert_eq!(layout.index().unwrap().encoded_size(), 4 * 16 + 4);
+    assert_eq!(layout.index().unwrap().location(), IndexLocation::End);
+    assert_eq!(layout.shard_grid().grid_shape(), &[5, 3]);
+    assert_eq!(layout.shard_key(&[4, 2]), "c/4/2");
+}
+
+#[test]
+fn v2_key_encoding_and_index_at_start() {
+    let mut v = zarr_python_default();
+    v["chunk_key_encoding"] = json!({"name": "v2", "configuration": {"separator": "."}});
+    v["codecs"][0]["configuration"]["index_location"] = json!("start");
+    let layout = read(&v).unwrap();
+    assert_eq!(layout.shard_key(&[1, 2]), "1.2");
+    assert_eq!(layout.index().unwrap().location(), IndexLocation::Start);
+}
+
+#[test]
+fn unsupported_things_are_named() {
+    let cases = [
+        (
+            "/codecs/0/configuration/codecs/1/name",
+            json!("lz4hc"),
+            "lz4hc",
+        ),
+        ("/data_type", json!("string"), "string"),
+        ("/chunk_grid/name", json!("rectilinear"), "rectilinear"),
+        (
+            "/codecs/0/configuration/index_codecs/1/name",
+            json!("zstd"),
+            "zstd",
+        ),
+    ];
+    for (pointer, value, name) in cases {
+        let mut v = zarr_python_default();
+        *v.pointer_mut(pointer).unwrap() = value;
+        match read(&v) {
+            Err(LayoutError::Unsupported(msg)) => assert!(msg.contains(name), "{msg}"),
+            other => panic!("{pointer}: expected Unsupported, got {other:?}"),
+        }
+    }
+    let mut v = zarr_python_default();
+    v["shape"] = json!(vec![2; 9]);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("rank 9")));
+    let mut v = zarr_python_default();
+    v["zarr_format"] = json!(2);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(_))));
+}
+
+#[test]
+fn invalid_metadata_is_reported() {
+    assert!(matches!(
+        Layout::from_json(b"{not json"),
+        Err(LayoutError::Invalid(_))
+    ));
+    let mut v = zarr_python_default();
+    v["codecs"][0]["configuration"]["chunk_shape"] = json!([7, 10]);
+    assert!(matches!(read(&v), Err(LayoutError::Invalid(m)) if m.contains("divide")));
+    let mut v = zarr_python_default();
+    v["fill_value"] = json!("banana");
+    assert!(matches!(read(&v), Err(LayoutError::Invalid(_))));
+    let mut v = zarr_python_default();
+    v["node_type"] = json!("group");
+    assert!(matches!(read(&v), Err(LayoutError::Invalid(_))));
+}
+
+#[test]
+fn unsharded_arrays_are_shards_of_one_chunk() {
+    let mut v = zarr_python_default();
+    v["codecs"] = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+    let layout = read(&v).unwrap();
+    assert!(!layout.is_sharded());
+    assert_eq!(layout.chunk_shape(), layout.shard_shape());
+    assert_eq!(layout.slots_per_shard(), 1);
+}
+
+#[test]
+fn array_spec_writes_what_zarr_python_writes() {
+    let json = ArraySpec::new(vec![100, 50], "uint16", vec![10, 10])
+        .shards(vec![20, 20])
+        .to_json()
+        .unwrap();
+    let ours: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(ours, zarr_python_default());
+    let bad = ArraySpec::new(vec![10], "uint16", vec![3])
+        .shards(vec![4])
+        .to_json();
+    assert!(matches!(bad, Err(LayoutError::Invalid(_))));
+    assert!(ArraySpec::new(vec![10], "bool", vec![5])
+        .fill_value(json!(2))
+        .to_json()
+        .is_err());
+}

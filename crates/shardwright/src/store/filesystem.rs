@@ -1,0 +1,140 @@
+//! A store on a local filesystem with atomic puts.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{check_key, check_range, Store, StoreError};
+
+/// The suffix of temporary files; a file with it is never a chunk key that a Zarr
+/// reader looks for, and names start with `.` so listings skip them.
+pub(crate) const TEMP_SUFFIX: &str = ".shardwright-tmp";
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A store rooted at a folder. `put` is atomic: the value is written to a temporary file in
+/// the same folder, flushed to disk (fsync), then renamed over the key; on any error the
+/// temporary file is removed and the old value stays.
+///
+/// ```
+/// use shardwright::store::{FilesystemStore, Store};
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = FilesystemStore::new(dir.path());
+/// store.put("arr/c/0/0", &[b"shard"]).unwrap();
+/// assert_eq!(std::fs::read(dir.path().join("arr/c/0/0")).unwrap(), b"shard");
+/// ```
+#[derive(Debug, Clone)]
+pub struct FilesystemStore {
+    root: PathBuf,
+}
+
+impl FilesystemStore {
+    /// A store whose keys are paths under `root`.
+    pub fn new(root: impl AsRef<Path>) -> Self {
+        Self {
+            root: root.as_ref().to_path_buf(),
+        }
+    }
+
+    /// The root folder.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf, StoreError> {
+        check_key(key)?;
+        Ok(self.root.join(key))
+    }
+
+    fn open(&self, key: &str) -> Result<Option<File>, StoreError> {
+        let path = self.path(key)?;
+        match File::open(&path) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+}
+
+impl Store for FilesystemStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.path(key)?;
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) if path.is_dir() => Err(StoreError::io(key, format!("is a folder ({e})"))),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(mut file) = self.open(key)? else {
+            return Ok(None);
+        };
+        let size = file.metadata().map_err(|e| StoreError::io(key, e))?.len();
+        check_range(key, &range, size)?;
+        let mut buffer = vec![0u8; (range.end - range.start) as usize];
+        file.seek(SeekFrom::Start(range.start))
+            .and_then(|_| file.read_exact(&mut buffer))
+            .map_err(|e| StoreError::io(key, e))?;
+        Ok(Some(buffer))
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let path = self.path(key)?;
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() => Ok(Some(m.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let folder = path
+            .parent()
+            .expect("a key has a parent folder")
+            .to_path_buf();
+        fs::create_dir_all(&folder).map_err(|e| StoreError::io(key, e))?;
+        let name = path
+            .file_name()
+            .expect("a key has a name")
+            .to_string_lossy();
+        let temp = folder.join(format!(
+            ".{name}.{}.{}{TEMP_SUFFIX}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let write = || -> std::io::Result<()> {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            for part in parts {
+                file.write_all(part)?;
+            }
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&temp, &path)?;
+            // Make the rename itself durable.
+            File::open(&folder)?.sync_all()
+        };
+        write().map_err(|e| {
+            let _ = fs::remove_file(&temp);
+            StoreError::io(key, e)
+        })
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+}

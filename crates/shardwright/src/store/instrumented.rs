@@ -1,0 +1,146 @@
+//! A store wrapper that counts calls and bytes.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use super::{Store, StoreError};
+
+/// One call seen by an [`InstrumentedStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IoEvent {
+    /// A whole-value get.
+    Get(String),
+    /// A ranged get.
+    GetRange(String, Range<u64>),
+    /// A size query.
+    Size(String),
+    /// A put of this many bytes.
+    Put(String, u64),
+    /// A delete.
+    Delete(String),
+}
+
+/// Counts of the calls an [`InstrumentedStore`] has seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounts {
+    /// Whole-value gets.
+    pub gets: u64,
+    /// Ranged gets.
+    pub range_gets: u64,
+    /// Size queries.
+    pub sizes: u64,
+    /// Puts.
+    pub puts: u64,
+    /// Deletes.
+    pub deletes: u64,
+    /// Bytes returned by gets.
+    pub bytes_read: u64,
+    /// Bytes stored by puts.
+    pub bytes_written: u64,
+}
+
+impl IoCounts {
+    /// Every call of any kind.
+    #[must_use]
+    pub fn calls(&self) -> u64 {
+        self.gets + self.range_gets + self.sizes + self.puts + self.deletes
+    }
+}
+
+/// Wraps a store and records every call, to check I/O invariants.
+///
+/// ```
+/// use std::sync::Arc;
+/// use shardwright::store::{InstrumentedStore, MemoryStore, Store};
+/// let store = InstrumentedStore::new(Arc::new(MemoryStore::new()));
+/// store.put("k", &[b"abc"]).unwrap();
+/// store.get("k").unwrap();
+/// let counts = store.counts();
+/// assert_eq!((counts.puts, counts.gets, counts.bytes_written), (1, 1, 3));
+/// ```
+#[derive(Debug)]
+pub struct InstrumentedStore {
+    inner: Arc<dyn Store>,
+    state: Mutex<(IoCounts, Vec<IoEvent>)>,
+}
+
+impl InstrumentedStore {
+    /// Wrap `inner`.
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        Self {
+            inner,
+            state: Mutex::new((IoCounts::default(), Vec::new())),
+        }
+    }
+
+    /// The counts so far.
+    #[must_use]
+    pub fn counts(&self) -> IoCounts {
+        self.lock().0
+    }
+
+    /// Every call so far, in order.
+    #[must_use]
+    pub fn events(&self) -> Vec<IoEvent> {
+        self.lock().1.clone()
+    }
+
+    /// Forget the calls so far.
+    pub fn reset(&self) {
+        *self.lock() = (IoCounts::default(), Vec::new());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (IoCounts, Vec<IoEvent>)> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn record(&self, event: IoEvent, count: impl FnOnce(&mut IoCounts)) {
+        let mut state = self.lock();
+        count(&mut state.0);
+        state.1.push(event);
+    }
+}
+
+impl Store for InstrumentedStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let value = self.inner.get(key)?;
+        let n = value.as_ref().map_or(0, |v| v.len() as u64);
+        self.record(IoEvent::Get(key.into()), |c| {
+            c.gets += 1;
+            c.bytes_read += n;
+        });
+        Ok(value)
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        let value = self.inner.get_range(key, range.clone())?;
+        let n = value.as_ref().map_or(0, |v| v.len() as u64);
+        self.record(IoEvent::GetRange(key.into(), range), |c| {
+            c.range_gets += 1;
+            c.bytes_read += n;
+        });
+        Ok(value)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.record(IoEvent::Size(key.into()), |c| c.sizes += 1);
+        self.inner.size(key)
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        self.inner.put(key, parts)?;
+        self.record(IoEvent::Put(key.into(), n), |c| {
+            c.puts += 1;
+            c.bytes_written += n;
+        });
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.record(IoEvent::Delete(key.into()), |c| c.deletes += 1);
+        self.inner.delete(key)
+    }
+}

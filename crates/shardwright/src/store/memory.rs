@@ -1,0 +1,77 @@
+//! An in-memory store.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Mutex;
+
+use super::{check_key, check_range, Store, StoreError};
+
+/// A store that keeps values in memory, for tests and scratch arrays.
+///
+/// ```
+/// use shardwright::store::{MemoryStore, Store};
+/// let store = MemoryStore::new();
+/// store.put("k", &[b"v"]).unwrap();
+/// assert_eq!(store.keys(), vec!["k".to_string()]);
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    values: Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every key, sorted.
+    #[must_use]
+    pub fn keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.values
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Store for MemoryStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        check_key(key)?;
+        Ok(self.lock().get(key).cloned())
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        check_key(key)?;
+        let values = self.lock();
+        let Some(value) = values.get(key) else {
+            return Ok(None);
+        };
+        check_range(key, &range, value.len() as u64)?;
+        Ok(Some(
+            value[range.start as usize..range.end as usize].to_vec(),
+        ))
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        check_key(key)?;
+        Ok(self.lock().get(key).map(|v| v.len() as u64))
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        check_key(key)?;
+        let value = parts.concat();
+        self.lock().insert(key.to_string(), value);
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        check_key(key)?;
+        self.lock().remove(key);
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! A small trait over storage, and its backends.
+//!
+//! [`Store`] has what shard writing needs: get, ranged get, size, an atomic put, delete.
+//! Backends: [`FilesystemStore`] (atomic put: temp file in the same folder, fsync, rename),
+//! [`MemoryStore`], and [`InstrumentedStore`], which wraps another and counts calls and
+//! bytes (tests use it to prove the I/O invariants).
+//!
+//! Keys are `/`-separated paths relative to the store root, e.g. `fish.zarr/c/0/0/0`.
+//!
+//! ```
+//! use shardwright::store::{MemoryStore, Store};
+//!
+//! let store = MemoryStore::new();
+//! store.put("a/b", &[b"hello ", b"world"]).unwrap();
+//! assert_eq!(store.get("a/b").unwrap().unwrap(), b"hello world");
+//! assert_eq!(store.get_range("a/b", 6..11).unwrap().unwrap(), b"world");
+//! store.delete("a/b").unwrap();
+//! assert!(store.get("a/b").unwrap().is_none());
+//! ```
+
+mod filesystem;
+mod instrumented;
+mod memory;
+
+pub use filesystem::FilesystemStore;
+pub use instrumented::{InstrumentedStore, IoCounts, IoEvent};
+pub use memory::MemoryStore;
+
+use std::fmt;
+use std::ops::Range;
+
+/// Errors of the `store` layer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The storage backend failed.
+    #[error("I/O error on '{key}': {message}")]
+    Io {
+        /// The key being accessed.
+        key: String,
+        /// What the backend said.
+        message: String,
+    },
+    /// A key that is not a relative `/`-separated path without `.` or `..` parts.
+    #[error("invalid store key '{0}'")]
+    InvalidKey(String),
+    /// A requested byte range reaches past the end of the value.
+    #[error("range {start}..{end} is outside '{key}' ({size} bytes)")]
+    Range {
+        /// The key.
+        key: String,
+        /// Range start.
+        start: u64,
+        /// Range end.
+        end: u64,
+        /// The value's size.
+        size: u64,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(key: &str, err: impl fmt::Display) -> Self {
+        Self::Io {
+            key: key.to_string(),
+            message: err.to_string(),
+        }
+    }
+}
+
+/// Storage for shards and metadata. Every method is safe to call from many threads.
+pub trait Store: Send + Sync + fmt::Debug {
+    /// The whole value at `key`, or `None` if there is none.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Bytes `range` of the value at `key`, or `None` if there is none.
+    ///
+    /// # Errors
+    /// [`StoreError::Range`] if the range passes the end of the value.
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The size of the value at `key`, or `None` if there is none.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError>;
+
+    /// Store the concatenation of `parts` at `key`, atomically: a reader sees the old value
+    /// or the new one, never a mix, and a failed put leaves the old value.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails; the old value is then still in place.
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError>;
+
+    /// Remove the value at `key`; removing a missing key is not an error.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn delete(&self, key: &str) -> Result<(), StoreError>;
+}
+
+/// Check that `key` is a relative path of non-empty parts other than `.` and `..`.
+///
+/// ```
+/// use shardwright::store::check_key;
+/// assert!(check_key("a/c/0/1").is_ok());
+/// assert!(check_key("../x").is_err());
+/// assert!(check_key("/abs").is_err());
+/// ```
+///
+/// # Errors
+/// [`StoreError::InvalidKey`].
+pub fn check_key(key: &str) -> Result<(), StoreError> {
+    let bad = key.is_empty()
+        || key
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+        || key.contains('\\')
+        || key.contains('\0');
+    if bad {
+        Err(StoreError::InvalidKey(key.to_string()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Join an array's folder and a key inside it (an empty folder is the store root).
+///
+/// ```
+/// assert_eq!(shardwright::store::join("fish.zarr", "c/0"), "fish.zarr/c/0");
+/// assert_eq!(shardwright::store::join("", "zarr.json"), "zarr.json");
+/// ```
+#[must_use]
+pub fn join(prefix: &str, key: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}/{key}")
+    }
+}
+
+fn check_range(key: &str, range: &Range<u64>, size: u64) -> Result<(), StoreError> {
+    if range.start > range.end || range.end > size {
+        return Err(StoreError::Range {
+            key: key.to_string(),
+            start: range.start,
+            end: range.end,
+            size,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+use super::*;
+use std::sync::Arc;
+
+fn exercise(store: &dyn Store) {
+    assert_eq!(store.get("x/y").unwrap(), None);
+    assert_eq!(store.size("x/y").unwrap(), None);
+    store.put("x/y", &[b"abc", b"def"]).unwrap();
+    assert_eq!(store.get("x/y").unwrap().unwrap(), b"abcdef");
+    assert_eq!(store.size("x/y").unwrap(), Some(6));
+    assert_eq!(store.get_range("x/y", 2..4).unwrap().unwrap(), b"cd");
+    assert!(matches!(
+        store.get_range("x/y", 2..9),
+        Err(StoreError::Range { .. })
+    ));
+    store.put("x/y", &[b"new"]).unwrap();
+    assert_eq!(store.get("x/y").unwrap().unwrap(), b"new");
+    store.delete("x/y").unwrap();
+    store.delete("x/y").unwrap();
+    assert_eq!(store.get("x/y").unwrap(), None);
+    assert!(matches!(
+        store.get("../etc/passwd"),
+        Err(StoreError::InvalidKey(_))
+    ));
+    assert!(matches!(
+        store.put("a//b", &[]),
+        Err(StoreError::InvalidKey(_))
+    ));
+}
+
+#[test]
+fn memory_store_behaves() {
+    exercise(&MemoryStore::new());
+}
+
+#[test]
+fn filesystem_store_behaves_and_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path());
+    exercise(&store);
+    store.put("a/b/c", &[b"1"]).unwrap();
+    let leftovers: Vec<_> = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(filesystem::TEMP_SUFFIX))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn filesystem_put_failure_keeps_old_value_and_removes_temp() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path());
+    store.put("k/v", &[b"old"]).unwrap();
+    // A folder where the file should go makes the rename fail.
+    std::fs::create_dir_all(dir.path().join("k/dir/inner")).unwrap();
+    assert!(store.put("k/dir", &[b"new"]).is_err());
+    assert_eq!(store.get("k/v").unwrap().unwrap(), b"old");
+    let leftovers: Vec<_> = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(filesystem::TEMP_SUFFIX))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn instrumented_store_counts() {
+    let store = InstrumentedStore::new(Arc::new(MemoryStore::new()));
+    store.put("a", &[b"12", b"345"]).unwrap();
+    store.get("a").unwrap();
+    store.get_range("a", 0..2).unwrap();
+    store.delete("a").unwrap();
+    let c = store.counts();
+    assert_eq!((c.puts, c.gets, c.range_gets, c.deletes), (1, 1, 1, 1));
+    assert_eq!((c.bytes_written, c.bytes_read), (5, 7));
+    assert_eq!(store.events()[0], IoEvent::Put("a".into(), 5));
+    store.reset();
+    assert_eq!(store.counts().calls(), 0);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}

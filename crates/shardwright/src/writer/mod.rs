@@ -1,0 +1,344 @@
+//! [`ShardWriter`]: buffers the inner chunks of one shard as encoded bytes and stores the
+//! shard once, at [`commit`](ShardWriter::commit).
+//!
+//! `write_chunk` copies the data into an owned buffer (padded with the fill value where
+//! the chunk is clipped at the array edge), hands it to an encode task on a rayon pool and
+//! returns; when `max_in_flight` raw chunks are already waiting, it waits first — that
+//! backpressure is what bounds memory to the encoded shard plus a few raw chunks. Encoded
+//! chunks equal to the fill value are kept as empty slots.
+//!
+//! At commit the writer waits for its encode tasks, then:
+//! - every inner chunk that meets the array was written: the shard is assembled in C
+//!   order and stored with one put and no get (one delete instead if every chunk is empty);
+//! - some were not: the stored shard is read once, and the chunks not written keep their
+//!   stored encoded bytes, copied as they are (never decoded);
+//! - nothing was written: no I/O at all.
+//!
+//! Dropping a writer without committing aborts it with no storage call.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shardwright::layout::ArraySpec;
+//! use shardwright::store::MemoryStore;
+//! use shardwright::Array;
+//!
+//! let spec = ArraySpec::new(vec![8, 8], "uint8", vec![4, 4]).shards(vec![8, 8]);
+//! let array = Array::create(Arc::new(MemoryStore::new()), "a.zarr", &spec).unwrap();
+//! let shard = array.shards().next().unwrap();
+//! let writer = array.shard_writer(&shard).unwrap();
+//! for chunk in writer.inner_chunks() {
+//!     writer.write_chunk(&chunk, &vec![7u8; chunk.size() as usize]).unwrap();
+//! }
+//! let stats = writer.commit().unwrap();
+//! assert_eq!((stats.puts, stats.gets, stats.chunks_written), (1, 0, 4));
+//! assert_eq!(array.read(&array.bounds()).unwrap(), vec![7u8; 64]);
+//! ```
+
+mod commit;
+mod slots;
+
+pub use commit::CommitStats;
+
+use std::sync::Arc;
+
+use rayon::ThreadPool;
+
+use crate::domain::copy::{copy_block, fill};
+use crate::domain::{Domain, Grid, GridCells};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::store::Store;
+use slots::SlotTable;
+
+/// Options of a [`ShardWriter`].
+///
+/// ```
+/// let options = shardwright::WriterOptions::default().max_in_flight(8);
+/// assert_eq!(options.max_in_flight_or_default(), 8);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WriterOptions {
+    max_in_flight: Option<usize>,
+    pool: Option<Arc<ThreadPool>>,
+}
+
+impl WriterOptions {
+    /// At most this many raw chunks wait for or undergo encoding at once (default: twice
+    /// the pool's threads). A write beyond it waits.
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = Some(n.max(1));
+        self
+    }
+
+    /// Encode on this pool instead of rayon's global pool (sized to the machine).
+    #[must_use]
+    pub fn pool(mut self, pool: Arc<ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The bound on raw chunks in flight that a writer with these options uses.
+    #[must_use]
+    pub fn max_in_flight_or_default(&self) -> usize {
+        self.max_in_flight.unwrap_or_else(|| {
+            2 * self
+                .pool
+                .as_ref()
+                .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+        })
+    }
+}
+
+/// Writes one shard. See the [module docs](self).
+#[derive(Debug)]
+pub struct ShardWriter {
+    layout: Arc<Layout>,
+    store: Arc<dyn Store>,
+    key: String,
+    shard: Domain,
+    chunk_grid: Grid,
+    slots: Arc<SlotTable>,
+    pool: Option<Arc<ThreadPool>>,
+}
+
+impl ShardWriter {
+    /// A writer of the shard `shard` (a domain from the shard grid) stored at `key`.
+    ///
+    /// # Errors
+    /// [`Error::Domain`] if `shard` is not a cell of the layout's shard grid.
+    pub fn new(
+        layout: Arc<Layout>,
+        store: Arc<dyn Store>,
+        key: String,
+        shard: &Domain,
+        options: &WriterOptions,
+    ) -> Result<Self> {
+        let index = shard_index_of(&layout, shard)?;
+        let shard = layout.shard_grid().cell(&index)?;
+        let slots = SlotTable::new(layout.slots_per_shard(), options.max_in_flight_or_default());
+        Ok(Self {
+            chunk_grid: layout.chunk_grid(),
+            layout,
+            store,
+            key,
+            shard,
+            slots,
+            pool: options.pool.clone(),
+        })
+    }
+
+    /// The shard being written, clipped to the array, with its grid index.
+    #[must_use]
+    pub fn shard(&self) -> &Domain {
+        &self.shard
+    }
+
+    /// The storage key the shard is written to.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The layout of the array.
+    #[must_use]
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// The inner chunks of the shard that meet the array, clipped to it, in C order.
+    #[must_use]
+    pub fn inner_chunks(&self) -> GridCells<'_> {
+        self.chunk_grid.cells_meeting(&self.shard)
+    }
+
+    /// How many inner chunks have been written so far.
+    #[must_use]
+    pub fn chunks_written(&self) -> usize {
+        self.slots.written()
+    }
+
+    /// Write one inner chunk: `data` holds its elements in C order, native endian, with
+    /// the shape of `chunk` (clipped at the array edge). The data is copied; encoding
+    /// runs in the background.
+    ///
+    /// # Errors
+    /// [`Error::Domain`] if `chunk` is outside the shard, [`Error::NotAnInnerChunk`] if it
+    /// is not one of [`inner_chunks`](Self::inner_chunks), [`Error::DataLength`] if `data`
+    /// has the wrong size, [`Error::Format`] if an earlier encode failed.
+    pub fn write_chunk(&self, chunk: &Domain, data: &[u8]) -> Result<()> {
+        let slot = self.slot_of(chunk)?;
+        self.check_len(chunk, data.len())?;
+        let raw = if chunk.shape() == self.layout.chunk_shape() {
+            data.to_vec()
+        } else {
+            self.padded(chunk, data)
+        };
+        Ok(self
+            .slots
+            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+    }
+
+    /// As [`write_chunk`](Self::write_chunk), taking ownership of the buffer, which avoids
+    /// a copy when `chunk` is not clipped.
+    ///
+    /// # Errors
+    /// As [`write_chunk`](Self::write_chunk).
+    pub fn write_chunk_owned(&self, chunk: &Domain, data: Vec<u8>) -> Result<()> {
+        let slot = self.slot_of(chunk)?;
+        self.check_len(chunk, data.len())?;
+        let raw = if chunk.shape() == self.layout.chunk_shape() {
+            data
+        } else {
+            self.padded(chunk, &data)
+        };
+        Ok(self
+            .slots
+            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+    }
+
+    /// Write one inner chunk whose every element is `value` (one element's native-endian
+    /// bytes). A chunk of the fill value costs nothing to encode.
+    ///
+    /// # Errors
+    /// As [`write_chunk`](Self::write_chunk); [`Error::DataLength`] if `value` is not one
+    /// element.
+    pub fn write_chunk_value(&self, chunk: &Domain, value: &[u8]) -> Result<()> {
+        let slot = self.slot_of(chunk)?;
+        if value.len() != self.layout.element_size() {
+            return Err(Error::DataLength {
+                region: chunk.clone(),
+                shape: vec![],
+                expected: self.layout.element_size(),
+                got: value.len(),
+            });
+        }
+        if value == self.layout.fill_value_bytes() {
+            self.slots.set_empty(slot);
+            return Ok(());
+        }
+        let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
+        fill(&mut raw, value);
+        if chunk.shape() != self.layout.chunk_shape() {
+            let data = raw[..chunk.size() as usize * value.len()].to_vec();
+            raw = self.padded(chunk, &data);
+        }
+        Ok(self
+            .slots
+            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+    }
+
+    /// Wait for the encodes and store the shard (see the [module docs](self)).
+    ///
+    /// # Errors
+    /// [`Error::Format`] if an encode failed or the stored shard to merge with is corrupt,
+    /// [`Error::Store`] if storage fails. Nothing is stored then.
+    pub fn commit(self) -> Result<CommitStats> {
+        let slots = self.slots.finish()?;
+        commit::commit(
+            &self.layout,
+            self.store.as_ref(),
+            &self.key,
+            &self.shard,
+            slots,
+        )
+    }
+
+    /// Drop the writer without storing anything (the same as dropping it).
+    pub fn abort(self) {}
+
+    fn check_len(&self, chunk: &Domain, got: usize) -> Result<()> {
+        let expected = chunk.size() as usize * self.layout.element_size();
+        if got != expected {
+            return Err(Error::DataLength {
+                region: chunk.clone(),
+                shape: chunk.shape().to_vec(),
+                expected,
+                got,
+            });
+        }
+        Ok(())
+    }
+
+    /// The slot of `chunk`, which must be one of the shard's inner chunks.
+    fn slot_of(&self, chunk: &Domain) -> Result<usize> {
+        chunk.check_inside(&self.shard)?;
+        let shape = self.layout.chunk_shape();
+        let index: Vec<u64> = chunk
+            .origin()
+            .iter()
+            .zip(shape)
+            .map(|(o, c)| o / c)
+            .collect();
+        let cell = self.chunk_grid.cell(&index)?;
+        if &cell != chunk {
+            return Err(Error::NotAnInnerChunk {
+                region: chunk.clone(),
+                shard: self.shard.clone(),
+                example: cell,
+            });
+        }
+        Ok(slot_in_shard(&self.layout, &self.shard, &index))
+    }
+
+    /// A full inner chunk of the fill value with `data` (of `chunk`'s clipped shape) at
+    /// its origin.
+    fn padded(&self, chunk: &Domain, data: &[u8]) -> Vec<u8> {
+        let elem = self.layout.element_size();
+        let full = self.layout.chunk_shape();
+        let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
+        fill(&mut raw, self.layout.fill_value_bytes());
+        let zero = vec![0; full.len()];
+        copy_block(
+            data,
+            chunk.shape(),
+            &zero,
+            &mut raw,
+            full,
+            &zero,
+            chunk.shape(),
+            elem,
+        );
+        raw
+    }
+}
+
+/// The grid index of `shard`, which must be a cell of the layout's shard grid.
+pub(crate) fn shard_index_of(layout: &Layout, shard: &Domain) -> Result<Vec<u64>> {
+    let grid = layout.shard_grid();
+    shard.check_inside(&grid.bounds())?;
+    let index: Vec<u64> = shard
+        .origin()
+        .iter()
+        .zip(layout.shard_shape())
+        .map(|(o, s)| o / s)
+        .collect();
+    let cell = grid.cell(&index)?;
+    if &cell != shard {
+        return Err(Error::NotAnInnerChunk {
+            region: shard.clone(),
+            shard: grid.bounds(),
+            example: cell,
+        });
+    }
+    Ok(index)
+}
+
+/// The C-order slot, within its shard, of the inner chunk with global grid index `chunk`.
+pub(crate) fn slot_in_shard(layout: &Layout, shard: &Domain, chunk: &[u64]) -> usize {
+    let cps = layout.chunks_per_shard();
+    let shard_index: Vec<u64> = shard
+        .origin()
+        .iter()
+        .zip(layout.shard_shape())
+        .map(|(o, s)| o / s)
+        .collect();
+    let mut slot = 0u64;
+    for d in 0..cps.len() {
+        slot = slot * cps[d] + (chunk[d] - shard_index[d] * cps[d]);
+    }
+    slot as usize
+}
+
+#[cfg(test)]
+mod tests;

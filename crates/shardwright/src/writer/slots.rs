@@ -1,0 +1,138 @@
+//! The slot table of a shard writer: one slot per inner chunk, filled by encode tasks
+//! running on a thread pool, with a bound on raw buffers in flight (backpressure).
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use rayon::ThreadPool;
+
+use crate::format::{chunk, FormatError};
+use crate::layout::Layout;
+
+/// The state of one inner chunk slot.
+#[derive(Debug)]
+pub(crate) enum Slot {
+    /// Not written: at commit, the stored chunk is kept (or the slot stays empty).
+    Unwritten,
+    /// Written; its encode task (of this generation) has not finished.
+    Pending(u64),
+    /// Written with data equal to the fill value everywhere: stored as an empty slot.
+    Empty,
+    /// Written and encoded.
+    Encoded(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Table {
+    slots: Vec<Slot>,
+    in_flight: usize,
+    generation: u64,
+    error: Option<FormatError>,
+}
+
+/// Slots shared between the writer and its encode tasks.
+#[derive(Debug)]
+pub(crate) struct SlotTable {
+    table: Mutex<Table>,
+    changed: Condvar,
+    max_in_flight: usize,
+}
+
+impl SlotTable {
+    pub(crate) fn new(slots: usize, max_in_flight: usize) -> Arc<Self> {
+        Arc::new(Self {
+            table: Mutex::new(Table {
+                slots: (0..slots).map(|_| Slot::Unwritten).collect(),
+                in_flight: 0,
+                generation: 0,
+                error: None,
+            }),
+            changed: Condvar::new(),
+            max_in_flight: max_in_flight.max(1),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hand `raw` (one full inner chunk) to the pool for encoding into `slot`. Waits first
+    /// while `max_in_flight` raw chunks are already waiting or being encoded.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        slot: usize,
+        raw: Vec<u8>,
+        layout: &Arc<Layout>,
+        pool: Option<&ThreadPool>,
+    ) -> Result<(), FormatError> {
+        let generation = {
+            let mut table = self.lock();
+            while table.in_flight >= self.max_in_flight {
+                table = self
+                    .changed
+                    .wait(table)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if let Some(err) = &table.error {
+                return Err(err.clone());
+            }
+            table.generation += 1;
+            table.in_flight += 1;
+            let generation = table.generation;
+            table.slots[slot] = Slot::Pending(generation);
+            generation
+        };
+        let this = Arc::clone(self);
+        let layout = Arc::clone(layout);
+        let task = move || {
+            let result = chunk::encode(&layout, raw);
+            let mut table = this.lock();
+            table.in_flight -= 1;
+            match result {
+                Ok(encoded) => {
+                    if matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
+                        table.slots[slot] = encoded.map_or(Slot::Empty, Slot::Encoded);
+                    }
+                }
+                Err(err) => {
+                    table.error.get_or_insert(err);
+                }
+            }
+            drop(table);
+            this.changed.notify_all();
+        };
+        match pool {
+            Some(pool) => pool.spawn(task),
+            None => rayon::spawn(task),
+        }
+        Ok(())
+    }
+
+    /// Record a slot as written with the fill value everywhere, without encoding.
+    pub(crate) fn set_empty(&self, slot: usize) {
+        self.lock().slots[slot] = Slot::Empty;
+    }
+
+    /// Wait for every encode task, then take the slots (or the first encode error).
+    pub(crate) fn finish(&self) -> Result<Vec<Slot>, FormatError> {
+        let mut table = self.lock();
+        while table.in_flight > 0 {
+            table = self
+                .changed
+                .wait(table)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if let Some(err) = table.error.take() {
+            return Err(err);
+        }
+        Ok(std::mem::take(&mut table.slots))
+    }
+
+    /// How many slots have been written so far.
+    pub(crate) fn written(&self) -> usize {
+        self.lock()
+            .slots
+            .iter()
+            .filter(|s| !matches!(s, Slot::Unwritten))
+            .count()
+    }
+}
