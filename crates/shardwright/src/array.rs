@@ -132,19 +132,19 @@ impl Array {
 
     /// Every shard, clipped to the array, in C order.
     #[must_use]
-    pub fn shards(&self) -> GridCells<'_> {
+    pub fn shards(&self) -> GridCells {
         self.shard_grid.cells()
     }
 
     /// The shards that meet `region`, clipped to the array (not to `region`), in C order.
     #[must_use]
-    pub fn shards_meeting(&self, region: &Domain) -> GridCells<'_> {
+    pub fn shards_meeting(&self, region: &Domain) -> GridCells {
         self.shard_grid.cells_meeting(region)
     }
 
     /// The inner chunks that meet `region`, clipped to the array, in C order.
     #[must_use]
-    pub fn chunks_meeting(&self, region: &Domain) -> GridCells<'_> {
+    pub fn chunks_meeting(&self, region: &Domain) -> GridCells {
         self.chunk_grid.cells_meeting(region)
     }
 

@@ -133,7 +133,7 @@ impl Grid {
 
     /// Every cell, clipped, in C order.
     #[must_use]
-    pub fn cells(&self) -> GridCells<'_> {
+    pub fn cells(&self) -> GridCells {
         GridCells::new(
             self,
             vec![0; self.grid_shape.len()],
@@ -144,7 +144,7 @@ impl Grid {
     /// The cells (clipped to the array, not to `region`) that meet `region`, in C order.
     /// A region of another rank, or one that misses the array, meets no cell.
     #[must_use]
-    pub fn cells_meeting(&self, region: &Domain) -> GridCells<'_> {
+    pub fn cells_meeting(&self, region: &Domain) -> GridCells {
         let rank = self.grid_shape.len();
         let Some(inside) = region.intersect(&self.bounds()).filter(|_| rank > 0) else {
             let empty = if rank == 0 && region.ndim() == 0 {
@@ -170,7 +170,8 @@ impl Grid {
     }
 }
 
-/// Iterator over the cells of a [`Grid`] in a block of grid indices, in C order.
+/// Iterator over the cells of a [`Grid`] in a block of grid indices, in C order. It holds
+/// its own copy of the grid (three short vectors), so it borrows nothing.
 ///
 /// ```
 /// use shardwright::domain::{Domain, Grid};
@@ -179,16 +180,16 @@ impl Grid {
 /// assert_eq!(meeting.len(), 2);
 /// ```
 #[derive(Debug, Clone)]
-pub struct GridCells<'a> {
-    grid: &'a Grid,
+pub struct GridCells {
+    grid: Grid,
     lo: Vec<u64>,
     hi: Vec<u64>,
     next: Option<Vec<u64>>,
     remaining: u64,
 }
 
-impl<'a> GridCells<'a> {
-    fn new(grid: &'a Grid, lo: Vec<u64>, hi: Vec<u64>) -> Self {
+impl GridCells {
+    fn new(grid: &Grid, lo: Vec<u64>, hi: Vec<u64>) -> Self {
         let remaining: u64 = lo
             .iter()
             .zip(&hi)
@@ -196,7 +197,7 @@ impl<'a> GridCells<'a> {
             .product();
         let next = (remaining > 0).then(|| lo.clone());
         Self {
-            grid,
+            grid: grid.clone(),
             lo,
             hi,
             next,
@@ -205,7 +206,7 @@ impl<'a> GridCells<'a> {
     }
 }
 
-impl Iterator for GridCells<'_> {
+impl Iterator for GridCells {
     type Item = Domain;
 
     fn next(&mut self) -> Option<Domain> {
@@ -233,4 +234,4 @@ impl Iterator for GridCells<'_> {
     }
 }
 
-impl ExactSizeIterator for GridCells<'_> {}
+impl ExactSizeIterator for GridCells {}

@@ -148,7 +148,7 @@ impl ShardWriter {
 
     /// The inner chunks of the shard that meet the array, clipped to it, in C order.
     #[must_use]
-    pub fn inner_chunks(&self) -> GridCells<'_> {
+    pub fn inner_chunks(&self) -> GridCells {
         self.chunk_grid.cells_meeting(&self.shard)
     }
 

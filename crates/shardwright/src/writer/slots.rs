@@ -84,7 +84,11 @@ impl SlotTable {
         let this = Arc::clone(self);
         let layout = Arc::clone(layout);
         let task = move || {
-            let result = chunk::encode(&layout, raw);
+            // A panic in a codec must not take the process down: it becomes an error.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                chunk::encode(&layout, raw)
+            }))
+            .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&panic))));
             let mut table = this.lock();
             table.in_flight -= 1;
             match result {
@@ -135,4 +139,14 @@ impl SlotTable {
             .filter(|s| !matches!(s, Slot::Unwritten))
             .count()
     }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("internal error (panic): {text}")
 }

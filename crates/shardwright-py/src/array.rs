@@ -1,0 +1,192 @@
+//! `_core.Array`: an opened array on a local filesystem.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use shardwright::layout::{ArraySpec, Compressor, IndexLocation};
+use shardwright::{Array, Domain, FilesystemStore, WriterOptions};
+
+use crate::errors::{error, guard, IntoPy};
+use crate::grid::PyGridIter;
+use crate::writer::PyShardWriter;
+
+/// An array on a local filesystem (its folder is the store root).
+#[pyclass(module = "shardwright._core", name = "Array", frozen)]
+pub(crate) struct PyArray {
+    pub(crate) inner: Array,
+    root: PathBuf,
+}
+
+fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
+    Domain::try_new(origin, shape).map_err(|e| error(e.to_string()))
+}
+
+fn within(array: &Array, region: Option<(Vec<u64>, Vec<u64>)>) -> PyResult<Domain> {
+    match region {
+        None => Ok(array.bounds()),
+        Some((origin, shape)) => domain(origin, shape),
+    }
+}
+
+#[pymethods]
+impl PyArray {
+    /// Open the array whose `zarr.json` is in folder `root`.
+    #[staticmethod]
+    fn open(py: Python<'_>, root: PathBuf) -> PyResult<Self> {
+        guard(|| {
+            let store = Arc::new(FilesystemStore::new(&root));
+            let inner = py.detach(|| Array::open(store, "")).py()?;
+            Ok(Self { inner, root })
+        })
+    }
+
+    /// Create an array in folder `root` (which must hold no `zarr.json`).
+    #[staticmethod]
+    #[pyo3(signature = (root, shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        root: PathBuf,
+        shape: Vec<u64>,
+        dtype: &str,
+        chunks: Vec<u64>,
+        shards: Option<Vec<u64>>,
+        fill_value_json: &str,
+        compressor: &str,
+        level: Option<i32>,
+        index_location: &str,
+        dimension_names: Option<Vec<String>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let fill: serde_json::Value = serde_json::from_str(fill_value_json)
+                .map_err(|e| error(format!("fill value: {e}")))?;
+            let location = match index_location {
+                "start" => IndexLocation::Start,
+                "end" => IndexLocation::End,
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "index_location must be 'start' or 'end', got {other:?}"
+                    )))
+                }
+            };
+            let compressor = Compressor::by_name(compressor, level)
+                .map_err(shardwright::Error::from)
+                .py()?;
+            let mut spec = ArraySpec::new(shape, dtype, chunks)
+                .fill_value(fill)
+                .compressor(compressor)
+                .index_location(location);
+            if let Some(shards) = shards {
+                spec = spec.shards(shards);
+            }
+            if let Some(names) = dimension_names {
+                spec = spec.dimension_names(names);
+            }
+            let store = Arc::new(FilesystemStore::new(&root));
+            let inner = Array::create(store, "", &spec).py()?;
+            Ok(Self { inner, root })
+        })
+    }
+
+    #[getter]
+    fn root(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.inner.layout().shape().to_vec()
+    }
+
+    /// The Zarr v3 data type name.
+    #[getter]
+    fn dtype(&self) -> String {
+        self.inner.layout().data_type_name().to_string()
+    }
+
+    #[getter]
+    fn chunks(&self) -> Vec<u64> {
+        self.inner.layout().chunk_shape().to_vec()
+    }
+
+    /// The shard shape, or None for an unsharded array.
+    #[getter]
+    fn shards(&self) -> Option<Vec<u64>> {
+        let layout = self.inner.layout();
+        layout.is_sharded().then(|| layout.shard_shape().to_vec())
+    }
+
+    /// The shape of the outer grid cell (the shard, or the chunk when unsharded).
+    #[getter]
+    fn shard_shape(&self) -> Vec<u64> {
+        self.inner.layout().shard_shape().to_vec()
+    }
+
+    #[getter]
+    fn fill_value_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.layout().fill_value_bytes())
+    }
+
+    #[getter]
+    fn metadata_json(&self) -> PyResult<String> {
+        serde_json::to_string(self.inner.layout().metadata()).map_err(|e| error(e.to_string()))
+    }
+
+    #[pyo3(signature = (within_region=None))]
+    fn iter_shards(&self, within_region: Option<(Vec<u64>, Vec<u64>)>) -> PyResult<PyGridIter> {
+        let region = within(&self.inner, within_region)?;
+        Ok(PyGridIter::new(self.inner.shards_meeting(&region)))
+    }
+
+    #[pyo3(signature = (within_region=None))]
+    fn iter_chunks(&self, within_region: Option<(Vec<u64>, Vec<u64>)>) -> PyResult<PyGridIter> {
+        let region = within(&self.inner, within_region)?;
+        Ok(PyGridIter::new(self.inner.chunks_meeting(&region)))
+    }
+
+    /// The shard at grid index `index` as `(origin, shape)`.
+    fn shard(&self, index: Vec<u64>) -> PyResult<(Vec<u64>, Vec<u64>)> {
+        let d = self.inner.shard(&index).py()?;
+        Ok((d.origin().to_vec(), d.shape().to_vec()))
+    }
+
+    /// A writer for the shard at grid index `index`.
+    #[pyo3(signature = (index, max_in_flight=None))]
+    fn shard_writer(
+        &self,
+        index: Vec<u64>,
+        max_in_flight: Option<usize>,
+    ) -> PyResult<PyShardWriter> {
+        guard(|| {
+            let shard = self.inner.shard(&index).py()?;
+            let array = match max_in_flight {
+                Some(n) => self
+                    .inner
+                    .clone()
+                    .with_options(WriterOptions::default().max_in_flight(n)),
+                None => self.inner.clone(),
+            };
+            let writer = array.shard_writer(&shard).py()?;
+            Ok(PyShardWriter::new(
+                writer,
+                self.inner.layout().element_size(),
+            ))
+        })
+    }
+
+    /// Read a region as a flat uint8 numpy array of its raw elements.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        guard(|| {
+            let region = domain(origin, shape)?;
+            let bytes = py.detach(|| self.inner.read(&region)).py()?;
+            Ok(PyArray1::from_vec(py, bytes))
+        })
+    }
+}

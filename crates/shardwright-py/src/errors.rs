@@ -1,0 +1,63 @@
+//! Mapping engine errors (and panics) to the Python exception tree of `shardwright._errors`.
+
+use pyo3::prelude::*;
+use shardwright::{Error, ErrorKind};
+
+fn exception(py: Python<'_>, class: &str, message: String) -> PyErr {
+    match py
+        .import("shardwright._errors")
+        .and_then(|m| m.getattr(class))
+    {
+        Ok(cls) => match cls.call1((message.clone(),)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(_) => pyo3::exceptions::PyRuntimeError::new_err(message),
+    }
+}
+
+/// The Python exception for an engine error.
+pub(crate) fn to_py(err: Error) -> PyErr {
+    Python::attach(|py| {
+        let class = match err.kind() {
+            ErrorKind::Shape => "ShapeError",
+            ErrorKind::Bounds => "BoundsError",
+            ErrorKind::Unsupported => "UnsupportedError",
+            ErrorKind::CorruptShard => "CorruptShardError",
+            ErrorKind::NotFound => "ArrayNotFoundError",
+            ErrorKind::Other => "ShardwrightError",
+        };
+        exception(py, class, err.to_string())
+    })
+}
+
+/// A `ShardwrightError` with `message`.
+pub(crate) fn error(message: impl Into<String>) -> PyErr {
+    Python::attach(|py| exception(py, "ShardwrightError", message.into()))
+}
+
+/// Run `f`, turning a panic into a `ShardwrightError`.
+pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(error(format!("internal error (panic): {text}")))
+        }
+    }
+}
+
+/// Extension: `result.py()?` converts an engine error.
+pub(crate) trait IntoPy<T> {
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for Result<T, Error> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

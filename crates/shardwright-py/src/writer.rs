@@ -1,0 +1,151 @@
+//! `_core.ShardWriter`: one shard's writer; numpy data is copied once, with the GIL held,
+//! then encoding runs on Rust threads with the GIL released.
+
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use shardwright::domain::copy::gather_strided;
+use shardwright::{Domain, ShardWriter};
+
+use crate::errors::{error, guard, IntoPy};
+use crate::grid::PyGridIter;
+
+/// The writer of one shard.
+#[pyclass(module = "shardwright._core", name = "ShardWriter")]
+pub(crate) struct PyShardWriter {
+    inner: Option<ShardWriter>,
+    shard: Domain,
+    element_size: usize,
+}
+
+impl PyShardWriter {
+    pub(crate) fn new(inner: ShardWriter, element_size: usize) -> Self {
+        Self {
+            shard: inner.shard().clone(),
+            inner: Some(inner),
+            element_size,
+        }
+    }
+
+    fn open(&self) -> PyResult<&ShardWriter> {
+        self.inner.as_ref().ok_or_else(|| {
+            error(format!(
+                "the shard writer for {} is already closed (committed or aborted)",
+                self.shard
+            ))
+        })
+    }
+}
+
+fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
+    Domain::try_new(origin, shape).map_err(|e| error(e.to_string()))
+}
+
+#[pymethods]
+impl PyShardWriter {
+    /// The shard as `(origin, shape, index)`.
+    #[getter]
+    fn shard(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        let index = self.shard.index().map(<[u64]>::to_vec).unwrap_or_default();
+        (
+            self.shard.origin().to_vec(),
+            self.shard.shape().to_vec(),
+            index,
+        )
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    #[getter]
+    fn chunks_written(&self) -> usize {
+        self.inner.as_ref().map_or(0, ShardWriter::chunks_written)
+    }
+
+    fn inner_chunks(&self) -> PyResult<PyGridIter> {
+        Ok(PyGridIter::new(self.open()?.inner_chunks()))
+    }
+
+    /// Write one inner chunk from a numpy array whose dtype already matches the array's
+    /// (the Python layer casts). Any memory layout is accepted.
+    fn write(
+        &self,
+        py: Python<'_>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        data: &Bound<'_, PyUntypedArray>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let writer = self.open()?;
+            let chunk = domain(origin, shape)?;
+            let itemsize = data.dtype().itemsize();
+            if itemsize != self.element_size {
+                return Err(error(format!(
+                    "data has {itemsize}-byte elements, expected {}",
+                    self.element_size
+                )));
+            }
+            let data_shape: Vec<u64> = data.shape().iter().map(|s| *s as u64).collect();
+            if data_shape != chunk.shape() {
+                return Err(shardwright::Error::DataLength {
+                    region: chunk.clone(),
+                    shape: chunk.shape().to_vec(),
+                    expected: chunk.size() as usize * self.element_size,
+                    got: data.len() * itemsize,
+                })
+                .py();
+            }
+            let mut raw = vec![0u8; chunk.size() as usize * itemsize];
+            // SAFETY: the array is alive and the GIL is held for the whole copy; numpy
+            // guarantees every element inside its shape and strides is readable.
+            unsafe {
+                let base = (*data.as_array_ptr()).fields.data as *const u8;
+                gather_strided(base, &data_shape, data.strides(), itemsize, &mut raw);
+            }
+            py.detach(|| writer.write_chunk_owned(&chunk, raw)).py()
+        })
+    }
+
+    /// Write one inner chunk whose every element is `value` (one element's bytes).
+    fn write_value(
+        &self,
+        py: Python<'_>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+        value: &[u8],
+    ) -> PyResult<()> {
+        guard(|| {
+            let writer = self.open()?;
+            let chunk = domain(origin, shape)?;
+            py.detach(|| writer.write_chunk_value(&chunk, value)).py()
+        })
+    }
+
+    /// Wait for the encodes and store the shard; returns the commit statistics.
+    fn commit<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            self.open()?;
+            let writer = self.inner.take().expect("checked open");
+            let stats = py.detach(|| writer.commit()).py()?;
+            let dict = PyDict::new(py);
+            dict.set_item("puts", stats.puts)?;
+            dict.set_item("gets", stats.gets)?;
+            dict.set_item("deletes", stats.deletes)?;
+            dict.set_item("bytes_read", stats.bytes_read)?;
+            dict.set_item("bytes_written", stats.bytes_written)?;
+            dict.set_item("chunks_written", stats.chunks_written)?;
+            dict.set_item("chunks_empty", stats.chunks_empty)?;
+            dict.set_item("chunks_kept", stats.chunks_kept)?;
+            Ok(dict)
+        })
+    }
+
+    /// Drop everything written; nothing is stored.
+    fn abort(&mut self) -> PyResult<()> {
+        self.open()?;
+        self.inner = None;
+        Ok(())
+    }
+}

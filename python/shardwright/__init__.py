@@ -1,0 +1,48 @@
+"""shardwright: write sharded Zarr v3 arrays piece by piece.
+
+Each shard is stored exactly once, atomically, in bounded memory, at the speed of the
+compressor; the output is standard Zarr v3 that zarr-python and TensorStore read.
+
+>>> import numpy as np, tempfile, shardwright as sw
+>>> a = sw.create(tempfile.mkdtemp() + "/fish.zarr", shape=(64, 64, 64), dtype="uint16",
+...               chunks=(16, 16, 16), shards=(32, 32, 32))
+>>> for shard in a.iter_shards():
+...     with a.write_shard(shard) as w:          # no I/O until the block exits
+...         for c in w.inner_chunks():
+...             w[c] = np.full(c.shape, sum(c.origin), dtype="uint16")
+>>> int(a[16, 32, 0])
+48
+"""
+
+from ._array import Array, create, open
+from ._domain import Domain
+from ._errors import (
+    ArrayNotFoundError,
+    BoundsError,
+    ConflictError,
+    CorruptShardError,
+    DTypeError,
+    ShapeError,
+    ShardwrightError,
+    UnsupportedError,
+)
+from ._writer import ShardWriter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "ArrayNotFoundError",
+    "BoundsError",
+    "ConflictError",
+    "CorruptShardError",
+    "DTypeError",
+    "Domain",
+    "ShapeError",
+    "ShardWriter",
+    "ShardwrightError",
+    "UnsupportedError",
+    "__version__",
+    "create",
+    "open",
+]

@@ -1,0 +1,336 @@
+"""``Array``, ``open`` and ``create``: the entry points of the Python API."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._domain import Domain
+from ._errors import ArrayNotFoundError, BoundsError, ShapeError, UnsupportedError
+from ._indexing import parse_key
+from ._writer import ShardWriter
+
+Within = Domain | tuple[slice, ...] | None
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError as err:
+        raise UnsupportedError(f"data type '{name}' has no numpy equivalent here") from err
+
+
+class Array:
+    """A sharded (or unsharded) Zarr v3 array on a local filesystem, opened for writing
+    shard by shard and reading back. Get one from :func:`open` or :func:`create`.
+
+    >>> import tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(100, 60), dtype="float32",
+    ...               chunks=(10, 10), shards=(50, 30), fill_value=-1)
+    >>> a.shape, a.dtype, a.ndim, a.chunks, a.shards, float(a.fill_value)
+    ((100, 60), dtype('float32'), 2, (10, 10), (50, 30), -1.0)
+    >>> len(list(a.iter_shards())), len(list(a.iter_chunks(within=sw.Domain((0, 0), (11, 1)))))
+    (4, 2)
+    """
+
+    def __init__(self, core: Any) -> None:
+        self._core = core
+        self._shape = tuple(core.shape)
+        self._dtype = _numpy_dtype(core.dtype)
+        self._chunks = tuple(core.chunks)
+        shards = core.shards
+        self._shards = None if shards is None else tuple(shards)
+        self._shard_shape = tuple(core.shard_shape)
+        self._fill_value = np.frombuffer(core.fill_value_bytes, dtype=self._dtype)[0]
+
+    @property
+    def path(self) -> Path:
+        """The array's folder."""
+        return Path(self._core.root)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array shape."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of the elements."""
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return math.prod(self._shape)
+
+    @property
+    def fill_value(self) -> np.generic:
+        """The fill value, as a numpy scalar of :attr:`dtype`."""
+        return self._fill_value
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The inner chunk shape (the chunk shape, for an unsharded array)."""
+        return self._chunks
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape, or ``None`` for an unsharded array."""
+        return self._shards
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The array's ``zarr.json`` as a dict."""
+        return json.loads(self._core.metadata_json)
+
+    def _within(self, within: Within) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        if within is None:
+            return None
+        if not isinstance(within, Domain):
+            within = Domain.from_slices(
+                within if isinstance(within, tuple) else (within,), self._shape
+            )
+        if within.ndim != self.ndim:
+            raise ShapeError(f"within has rank {within.ndim}, the array {self.ndim}")
+        return within.origin, within.shape
+
+    def iter_shards(self, within: Within = None) -> Iterator[Domain]:
+        """The shards (for an unsharded array, the chunks) in C order, clipped to the
+        array; with ``within`` (a Domain or a tuple of slices), only those that meet it
+        (clipped to the array, not to ``within``)."""
+        make = Domain._from_grid
+        for origin, shape, index in self._core.iter_shards(self._within(within)):
+            yield make(origin, shape, index)
+
+    def iter_chunks(self, within: Within = None) -> Iterator[Domain]:
+        """The inner chunks in C order, clipped to the array; ``within`` as in
+        :meth:`iter_shards`."""
+        make = Domain._from_grid
+        for origin, shape, index in self._core.iter_chunks(self._within(within)):
+            yield make(origin, shape, index)
+
+    def _shard_index(self, shard: Domain | Sequence[int]) -> tuple[int, ...]:
+        if isinstance(shard, Domain):
+            if shard.index is not None:
+                return shard.index
+            index = tuple(o // s for o, s in zip(shard.origin, self._shard_shape))
+            expected = Domain(*self._core.shard(list(index)))
+            if expected != shard:
+                raise BoundsError(f"{shard!r} is not a shard; the shard there is {expected!r}")
+            return index
+        index = tuple(shard)
+        if len(index) != self.ndim:
+            raise BoundsError(f"shard index {index} does not have the array's rank {self.ndim}")
+        return index
+
+    def write_shard(
+        self, shard: Domain | Sequence[int], *, max_in_flight: int | None = None
+    ) -> ShardWriter:
+        """A :class:`ShardWriter` for ``shard``: a Domain from :meth:`iter_shards` or a
+        shard grid index. Use it as a (sync or async) context manager: the shard is
+        stored with one put when the block exits, and nothing is stored if it raises.
+
+        ``max_in_flight`` bounds the raw chunks waiting for the encoders (default: twice
+        the encoder threads).
+        """
+        index = self._shard_index(shard)
+        if any(i < 0 for i in index):
+            raise BoundsError(f"shard index {index} is outside the shard grid")
+        core = self._core.shard_writer(list(index), max_in_flight)
+        return ShardWriter(core, self._dtype, self._shape)
+
+    def read(self, region: Domain) -> np.ndarray:
+        """The elements of ``region`` as a new numpy array of its shape."""
+        flat = self._core.read(list(region.origin), list(region.shape))
+        return flat.view(self._dtype).reshape(region.shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        """Read with numpy basic indexing (integers, slices, Ellipsis): ``a[3, 0:8, :]``."""
+        region, local = parse_key(key, self._shape)
+        return self.read(region)[local]
+
+    def map_chunks(
+        self,
+        fn: Callable[[Domain], Any],
+        within: Within = None,
+        workers: int | None = None,
+        progress: bool = False,
+    ) -> dict[str, Any]:
+        """Fill the array (or the shards meeting ``within``) chunk by chunk: ``fn(chunk)``
+        returns the data of each inner chunk (an array of ``chunk.shape`` or a scalar).
+        ``workers`` shards are written at once (default 2), each stored with one put;
+        encoding runs on all cores. Returns summed stats plus ``shards_written`` and
+        ``seconds``. If ``fn`` raises, shards not yet committed are not stored.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/m.zarr", shape=(6, 6), dtype="int32",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> stats = a.map_chunks(lambda c: c.index[0] * 10 + c.index[1])
+        >>> stats["shards_written"], stats["puts"], int(a[5, 3])
+        (4, 4, 21)
+        """
+        shards = list(self.iter_shards(within))
+        n_workers = max(1, workers or 2)
+        totals: dict[str, Any] = {"shards_written": 0}
+        lock = threading.Lock()
+        failed = threading.Event()
+        started = time.perf_counter()
+
+        def write_one(shard: Domain) -> None:
+            if failed.is_set():
+                return
+            try:
+                with self.write_shard(shard) as w:
+                    for chunk in w.inner_chunks():
+                        w[chunk] = fn(chunk)
+            except BaseException:
+                failed.set()
+                raise
+            with lock:
+                totals["shards_written"] += 1
+                for k, v in w.stats.items():
+                    totals[k] = totals.get(k, 0) + v
+                if progress:
+                    print(
+                        f"\rshardwright: {totals['shards_written']}/{len(shards)} shards",
+                        end="",
+                        file=sys.stderr,
+                    )
+
+        with ThreadPoolExecutor(n_workers, thread_name_prefix="shardwright") as pool:
+            for future in [pool.submit(write_one, s) for s in shards]:
+                future.result()
+        if progress:
+            print(file=sys.stderr)
+        totals["seconds"] = time.perf_counter() - started
+        return totals
+
+    def __repr__(self) -> str:
+        return (
+            f"<shardwright.Array {str(self.path)!r} shape={self._shape} dtype={self._dtype} "
+            f"chunks={self._chunks} shards={self._shards}>"
+        )
+
+
+def _local_path(target: Any) -> Path:
+    if isinstance(target, str | os.PathLike):
+        return Path(target)
+    store = getattr(target, "store", None)
+    if store is not None and hasattr(target, "path"):
+        root = getattr(store, "root", None)
+        if root is None:
+            raise UnsupportedError(
+                f"zarr arrays on {type(store).__name__} (only LocalStore for now)"
+            )
+        return Path(root) / str(target.path)
+    raise TypeError(f"expected a path or a zarr.Array, got {type(target).__name__}")
+
+
+def open(target: str | os.PathLike[str] | Any) -> Array:  # noqa: A001
+    """Open an existing Zarr v3 array: a local path to the array's folder, or a
+    ``zarr.Array`` on a ``LocalStore``. Raises :class:`ArrayNotFoundError` (a
+    ``FileNotFoundError``) when there is no ``zarr.json``, :class:`UnsupportedError`
+    naming an unsupported codec or data type.
+
+    >>> import tempfile, shardwright as sw
+    >>> path = tempfile.mkdtemp() + "/a.zarr"
+    >>> _ = sw.create(path, shape=(4,), dtype="int16", chunks=(2,), shards=(4,))
+    >>> sw.open(path).shape
+    (4,)
+    """
+    path = _local_path(target)
+    if not (path / "zarr.json").is_file():
+        raise ArrayNotFoundError(f"no Zarr v3 array at '{path}' (no zarr.json)")
+    return Array(_core.Array.open(str(path)))
+
+
+def _fill_json(value: Any, dtype: np.dtype) -> Any:
+    def number(x: float) -> Any:
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "Infinity" if x > 0 else "-Infinity"
+        return x
+
+    scalar = np.asarray(value, dtype=dtype).item()
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind == "f":
+        return number(float(scalar))
+    if dtype.kind == "c":
+        return [number(scalar.real), number(scalar.imag)]
+    raise UnsupportedError(f"data type {dtype}")
+
+
+def create(
+    path: str | os.PathLike[str],
+    *,
+    shape: Sequence[int],
+    dtype: Any,
+    chunks: Sequence[int],
+    shards: Sequence[int] | None = None,
+    fill_value: Any = 0,
+    compressor: str | None = "zstd",
+    compression_level: int | None = None,
+    index_location: str = "end",
+    dimension_names: Sequence[str] | None = None,
+    overwrite: bool = False,
+) -> Array:
+    """Create a Zarr v3 array at ``path`` and open it. The ``zarr.json`` is what
+    zarr-python writes for the same settings: ``bytes`` + the compressor inside
+    ``sharding_indexed`` (when ``shards`` is given), a ``bytes`` + ``crc32c`` index.
+
+    ``compressor``: ``"zstd"`` (default, level 0 = zstd's default), ``"blosc"`` (zstd
+    inside, level 5), ``"gzip"`` (level 5) or ``None``; ``compression_level`` overrides
+    the level. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
+    ``overwrite=True`` removes whatever is at ``path`` first.
+
+    >>> import tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(64, 64), dtype="uint16",
+    ...               chunks=(16, 16), shards=(32, 32), compressor="blosc")
+    >>> a.metadata["codecs"][0]["configuration"]["codecs"][1]["name"]
+    'blosc'
+    """
+    np_dtype = np.dtype(dtype)
+    if np_dtype.kind not in "biufc" or np_dtype.hasobject:
+        raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
+    target = Path(path)
+    if overwrite and target.exists():
+        shutil.rmtree(target)
+    if (target / "zarr.json").exists():
+        from ._errors import ShardwrightError
+
+        raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
+    target.mkdir(parents=True, exist_ok=True)
+    core = _core.Array.create(
+        str(target),
+        [int(s) for s in shape],
+        np_dtype.name,
+        [int(c) for c in chunks],
+        None if shards is None else [int(s) for s in shards],
+        json.dumps(_fill_json(fill_value, np_dtype)),
+        "none" if compressor is None else str(compressor),
+        compression_level,
+        index_location,
+        None if dimension_names is None else [str(n) for n in dimension_names],
+    )
+    return Array(core)

@@ -1,0 +1,173 @@
+"""``Domain``: a half-open box of array elements (origin + shape)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Sequence
+
+from ._errors import BoundsError, ShapeError
+
+
+def _ints(values: Iterable[int], what: str) -> tuple[int, ...]:
+    try:
+        out = tuple(operator.index(v) for v in values)
+    except TypeError as err:
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
+    if any(v < 0 for v in out):
+        raise BoundsError(f"{what} must not be negative, got {out}")
+    return out
+
+
+class Domain:
+    """A half-open box ``origin[d] <= i < origin[d] + shape[d]`` of array elements.
+
+    Domains from :meth:`Array.iter_shards`, :meth:`Array.iter_chunks` and
+    :meth:`ShardWriter.inner_chunks` carry their grid ``index``; others have ``None``.
+    Equality and hashing ignore the index. ``numpy_array[d.slices]`` selects the box.
+
+    >>> import numpy as np
+    >>> from shardwright import Domain
+    >>> d = Domain((2, 0), (2, 3))
+    >>> d.stop, d.size, d.ndim
+    ((4, 3), 6, 2)
+    >>> np.arange(20).reshape(4, 5)[d.slices].tolist()
+    [[10, 11, 12], [15, 16, 17]]
+    >>> d.intersect(Domain((3, 1), (5, 5)))
+    Domain(origin=(3, 1), shape=(1, 2))
+    >>> Domain((3, 1), (1, 1)) in d
+    True
+    """
+
+    __slots__ = ("_index", "_origin", "_shape")
+
+    def __init__(self, origin: Sequence[int], shape: Sequence[int]) -> None:
+        self._origin = _ints(origin, "origin")
+        self._shape = _ints(shape, "shape")
+        if len(self._origin) != len(self._shape):
+            raise ShapeError(
+                f"origin {self._origin} and shape {self._shape} have different ranks"
+            )
+        self._index: tuple[int, ...] | None = None
+
+    @classmethod
+    def _from_grid(
+        cls, origin: Sequence[int], shape: Sequence[int], index: Sequence[int]
+    ) -> Domain:
+        d = object.__new__(cls)
+        d._origin = tuple(origin)
+        d._shape = tuple(shape)
+        d._index = tuple(index)
+        return d
+
+    @classmethod
+    def from_slices(cls, slices: Sequence[slice], shape: Sequence[int]) -> Domain:
+        """The box selected by ``slices`` (steps of 1) in an array of ``shape``.
+
+        >>> Domain.from_slices((slice(1, 3), slice(None)), (4, 5))
+        Domain(origin=(1, 0), shape=(2, 5))
+        """
+        if len(slices) != len(shape):
+            raise ShapeError(f"{len(slices)} slices for an array of rank {len(shape)}")
+        origin, extent = [], []
+        for s, n in zip(slices, shape):
+            if not isinstance(s, slice):
+                raise ShapeError(f"expected slices, got {s!r}")
+            start, stop, step = s.indices(n)
+            if step != 1:
+                raise ShapeError(f"a region needs slices with step 1, got {s!r}")
+            origin.append(start)
+            extent.append(max(0, stop - start))
+        return cls(origin, extent)
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        """The first element of the box."""
+        return self._origin
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The extent of the box in each dimension."""
+        return self._shape
+
+    @property
+    def stop(self) -> tuple[int, ...]:
+        """One past the last element in each dimension."""
+        return tuple(o + s for o, s in zip(self._origin, self._shape))
+
+    @property
+    def slices(self) -> tuple[slice, ...]:
+        """``slice(origin, stop)`` per dimension, for numpy indexing."""
+        return tuple(slice(o, o + s) for o, s in zip(self._origin, self._shape))
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def index(self) -> tuple[int, ...] | None:
+        """The grid index, for domains handed out by a grid iterator; else ``None``."""
+        return self._index
+
+    def intersect(self, other: Domain) -> Domain | None:
+        """The common part of two boxes, or ``None`` when they share no element.
+
+        >>> Domain((0,), (4,)).intersect(Domain((4,), (2,))) is None
+        True
+        """
+        if self.ndim != other.ndim:
+            raise ShapeError(f"cannot intersect rank {self.ndim} with rank {other.ndim}")
+        origin, shape = [], []
+        for o1, s1, o2, s2 in zip(self._origin, self._shape, other._origin, other._shape):
+            lo, hi = max(o1, o2), min(o1 + s1, o2 + s2)
+            if hi <= lo:
+                return None
+            origin.append(lo)
+            shape.append(hi - lo)
+        return Domain(origin, shape)
+
+    def translate(self, offset: Sequence[int]) -> Domain:
+        """The box moved by ``offset``; raises BoundsError if it would leave the origin.
+
+        >>> Domain((4, 4), (2, 2)).translate((-4, 1))
+        Domain(origin=(0, 5), shape=(2, 2))
+        """
+        offset = tuple(operator.index(v) for v in offset)
+        if len(offset) != self.ndim:
+            raise ShapeError(f"offset {offset} does not have rank {self.ndim}")
+        origin = tuple(o + d for o, d in zip(self._origin, offset))
+        if any(o < 0 for o in origin):
+            raise BoundsError(f"{self!r} moved by {offset} has negative coordinates")
+        return Domain(origin, self._shape)
+
+    def __contains__(self, other: object) -> bool:
+        if not isinstance(other, Domain):
+            return False
+        return other.ndim == self.ndim and all(
+            o2 >= o1 and o2 + s2 <= o1 + s1
+            for o1, s1, o2, s2 in zip(self._origin, self._shape, other._origin, other._shape)
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Domain):
+            return NotImplemented
+        return self._origin == other._origin and self._shape == other._shape
+
+    def __hash__(self) -> int:
+        return hash((self._origin, self._shape))
+
+    def __repr__(self) -> str:
+        return f"Domain(origin={self._origin}, shape={self._shape})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        if self._index is None:
+            return (Domain, (self._origin, self._shape))
+        return (Domain._from_grid, (self._origin, self._shape, self._index))
