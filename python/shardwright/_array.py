@@ -243,7 +243,7 @@ def _local_path(target: Any) -> Path:
     raise TypeError(f"expected a path or a zarr.Array, got {type(target).__name__}")
 
 
-def open(target: str | os.PathLike[str] | Any) -> Array:  # noqa: A001
+def open(target: str | os.PathLike[str] | Any) -> Array:
     """Open an existing Zarr v3 array: a local path to the array's folder, or a
     ``zarr.Array`` on a ``LocalStore``. Raises :class:`ArrayNotFoundError` (a
     ``FileNotFoundError``) when there is no ``zarr.json``, :class:`UnsupportedError`

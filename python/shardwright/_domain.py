@@ -44,9 +44,7 @@ class Domain:
         self._origin = _ints(origin, "origin")
         self._shape = _ints(shape, "shape")
         if len(self._origin) != len(self._shape):
-            raise ShapeError(
-                f"origin {self._origin} and shape {self._shape} have different ranks"
-            )
+            raise ShapeError(f"origin {self._origin} and shape {self._shape} have different ranks")
         self._index: tuple[int, ...] | None = None
 
     @classmethod

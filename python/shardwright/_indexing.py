@@ -25,9 +25,7 @@ def expand_key(key: Any, ndim: int) -> tuple[Any, ...]:
     return key + (slice(None),) * (ndim - len(key))
 
 
-def parse_key(
-    key: Any, shape: tuple[int, ...]
-) -> tuple[Domain, tuple[slice | int, ...]]:
+def parse_key(key: Any, shape: tuple[int, ...]) -> tuple[Domain, tuple[slice | int, ...]]:
     """The bounding box of ``key`` in an array of ``shape``, and the index that, applied to
     an array of that box, gives numpy's result for ``array[key]``.
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
 from ._domain import Domain
 from ._errors import DTypeError, ShapeError
 
@@ -88,8 +87,15 @@ class ShardWriter:
         Before commit, only ``chunks_written`` is non-zero."""
         if self._stats is not None:
             return dict(self._stats)
-        keys = ("puts", "gets", "deletes", "bytes_read", "bytes_written", "chunks_empty",
-                "chunks_kept")
+        keys = (
+            "puts",
+            "gets",
+            "deletes",
+            "bytes_read",
+            "bytes_written",
+            "chunks_empty",
+            "chunks_kept",
+        )
         stats = dict.fromkeys(keys, 0)
         stats["chunks_written"] = int(self._core.chunks_written)
         return stats

@@ -90,7 +90,7 @@ impl PyShardWriter {
             let data_shape: Vec<u64> = data.shape().iter().map(|s| *s as u64).collect();
             if data_shape != chunk.shape() {
                 return Err(shardwright::Error::DataLength {
-                    region: chunk.clone(),
+                    region: Box::new(chunk.clone()),
                     shape: chunk.shape().to_vec(),
                     expected: chunk.size() as usize * self.element_size,
                     got: data.len() * itemsize,

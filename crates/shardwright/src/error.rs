@@ -37,17 +37,17 @@ pub enum Error {
     #[error("{region} is not an inner chunk of shard {shard}; expected one of its inner chunks, such as {example}")]
     NotAnInnerChunk {
         /// The region given.
-        region: Domain,
+        region: Box<Domain>,
         /// The shard being written.
-        shard: Domain,
+        shard: Box<Domain>,
         /// The inner chunk that starts where the region starts, if any.
-        example: Domain,
+        example: Box<Domain>,
     },
     /// Data whose size does not match the region it is written to.
     #[error("data for {region} must have shape {shape:?} ({expected} bytes); got {got} bytes")]
     DataLength {
         /// The region written.
-        region: Domain,
+        region: Box<Domain>,
         /// Its shape.
         shape: Vec<u64>,
         /// The bytes expected.
@@ -57,7 +57,7 @@ pub enum Error {
     },
     /// A writer used after it was committed or aborted.
     #[error("the shard writer for {0} is already closed (committed or aborted)")]
-    Closed(Domain),
+    Closed(Box<Domain>),
 }
 
 /// The broad class of an [`Error`], for mapping to other error systems (e.g. Python's).

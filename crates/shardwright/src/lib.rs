@@ -52,4 +52,4 @@ pub use domain::{Domain, Grid};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{ArraySpec, Compressor, IndexLocation, Layout};
 pub use store::{FilesystemStore, InstrumentedStore, MemoryStore, Store};
-pub use writer::{CommitStats, ShardWriter, WriterOptions};
+pub use writer::{CommitStats, PendingCommit, ShardWriter, WriterOptions};

@@ -109,7 +109,7 @@ pub fn fill(dst: &mut [u8], value: &[u8]) {
 /// ```
 #[must_use]
 pub fn all_equal(data: &[u8], value: &[u8]) -> bool {
-    if value.is_empty() || data.len() % value.len() != 0 {
+    if value.is_empty() || !data.len().is_multiple_of(value.len()) {
         return false;
     }
     if value.iter().all(|b| *b == value[0]) {

@@ -110,8 +110,8 @@ impl Grid {
         }
         if index.iter().zip(&self.grid_shape).any(|(i, g)| i >= g) {
             return Err(DomainError::OutOfBounds {
-                region: Domain::new(index.to_vec(), vec![1; index.len()]),
-                bounds: Domain::from_shape(self.grid_shape.clone()),
+                region: Box::new(Domain::new(index.to_vec(), vec![1; index.len()])),
+                bounds: Box::new(Domain::from_shape(self.grid_shape.clone())),
             });
         }
         let origin = index

@@ -36,9 +36,9 @@ pub enum DomainError {
     #[error("region {region} is not inside {bounds}")]
     OutOfBounds {
         /// The region that was given.
-        region: Domain,
+        region: Box<Domain>,
         /// The box it must lie in.
-        bounds: Domain,
+        bounds: Box<Domain>,
     },
     /// A grid cell shape has a zero extent.
     #[error("grid cell shape {0:?} has a zero extent")]
@@ -295,8 +295,8 @@ impl Domain {
         }
         if !bounds.contains(self) {
             return Err(DomainError::OutOfBounds {
-                region: self.clone(),
-                bounds: bounds.clone(),
+                region: Box::new(self.clone()),
+                bounds: Box::new(bounds.clone()),
             });
         }
         Ok(())

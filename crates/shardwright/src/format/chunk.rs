@@ -44,7 +44,10 @@ pub fn encode(layout: &Layout, raw: Vec<u8>) -> Result<Option<Vec<u8>>, FormatEr
             &codec_options(),
         )
         .map_err(|e| FormatError::Codec(e.to_string()))?;
-    Ok(Some(encoded.into_owned()))
+    let mut encoded = encoded.into_owned();
+    // Codecs allocate for the worst case; a shard keeps hundreds of these.
+    encoded.shrink_to_fit();
+    Ok(Some(encoded))
 }
 
 /// Decode one stored inner chunk into raw bytes (C order, native endian, full chunk shape).

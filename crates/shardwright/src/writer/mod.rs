@@ -207,7 +207,7 @@ impl ShardWriter {
         let slot = self.slot_of(chunk)?;
         if value.len() != self.layout.element_size() {
             return Err(Error::DataLength {
-                region: chunk.clone(),
+                region: Box::new(chunk.clone()),
                 shape: vec![],
                 expected: self.layout.element_size(),
                 got: value.len(),
@@ -244,6 +244,35 @@ impl ShardWriter {
         )
     }
 
+    /// Commit on a background thread and return at once, so the caller can start on the
+    /// next shard while this one's last chunks encode and its put runs. Call
+    /// [`PendingCommit::wait`] to learn the outcome; the shard is stored only when `wait`
+    /// returns `Ok`. Memory then holds up to two shards' encoded bytes.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let array = Array::create(Arc::new(MemoryStore::new()), "", &ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![2])).unwrap();
+    /// let mut pending = Vec::new();
+    /// for shard in array.shards() {
+    ///     let writer = array.shard_writer(&shard).unwrap();
+    ///     for chunk in writer.inner_chunks() {
+    ///         writer.write_chunk(&chunk, &[1, 2]).unwrap();
+    ///     }
+    ///     pending.push(writer.commit_background());
+    /// }
+    /// let puts: u64 = pending.into_iter().map(|p| p.wait().unwrap().puts).sum();
+    /// assert_eq!(puts, 2);
+    /// ```
+    #[must_use = "the commit's outcome is only known through wait()"]
+    pub fn commit_background(self) -> PendingCommit {
+        let shard = self.shard.clone();
+        let handle = std::thread::Builder::new()
+            .name("shardwright-commit".into())
+            .spawn(move || self.commit());
+        PendingCommit { shard, handle }
+    }
+
     /// Drop the writer without storing anything (the same as dropping it).
     pub fn abort(self) {}
 
@@ -251,7 +280,7 @@ impl ShardWriter {
         let expected = chunk.size() as usize * self.layout.element_size();
         if got != expected {
             return Err(Error::DataLength {
-                region: chunk.clone(),
+                region: Box::new(chunk.clone()),
                 shape: chunk.shape().to_vec(),
                 expected,
                 got,
@@ -273,9 +302,9 @@ impl ShardWriter {
         let cell = self.chunk_grid.cell(&index)?;
         if &cell != chunk {
             return Err(Error::NotAnInnerChunk {
-                region: chunk.clone(),
-                shard: self.shard.clone(),
-                example: cell,
+                region: Box::new(chunk.clone()),
+                shard: Box::new(self.shard.clone()),
+                example: Box::new(cell),
             });
         }
         Ok(slot_in_shard(&self.layout, &self.shard, &index))
@@ -303,6 +332,37 @@ impl ShardWriter {
     }
 }
 
+/// A commit running in the background; see [`ShardWriter::commit_background`].
+#[derive(Debug)]
+pub struct PendingCommit {
+    shard: Domain,
+    handle: std::io::Result<std::thread::JoinHandle<Result<CommitStats>>>,
+}
+
+impl PendingCommit {
+    /// The shard being committed.
+    #[must_use]
+    pub fn shard(&self) -> &Domain {
+        &self.shard
+    }
+
+    /// Wait for the commit and return its outcome.
+    ///
+    /// # Errors
+    /// As [`ShardWriter::commit`]; also a [`crate::store::StoreError`] if no thread could
+    /// be started for the commit (nothing was stored then).
+    pub fn wait(self) -> Result<CommitStats> {
+        let handle = self
+            .handle
+            .map_err(|e| Error::Store(crate::store::StoreError::io("(commit thread)", e)))?;
+        handle.join().unwrap_or_else(|panic| {
+            Err(Error::Format(crate::format::FormatError::Codec(
+                slots::panic_message(&panic),
+            )))
+        })
+    }
+}
+
 /// The grid index of `shard`, which must be a cell of the layout's shard grid.
 pub(crate) fn shard_index_of(layout: &Layout, shard: &Domain) -> Result<Vec<u64>> {
     let grid = layout.shard_grid();
@@ -316,9 +376,9 @@ pub(crate) fn shard_index_of(layout: &Layout, shard: &Domain) -> Result<Vec<u64>
     let cell = grid.cell(&index)?;
     if &cell != shard {
         return Err(Error::NotAnInnerChunk {
-            region: shard.clone(),
-            shard: grid.bounds(),
-            example: cell,
+            region: Box::new(shard.clone()),
+            shard: Box::new(grid.bounds()),
+            example: Box::new(cell),
         });
     }
     Ok(index)

@@ -272,7 +272,7 @@ fn a_partial_shard_over_stored_data_keeps_untouched_chunks_as_bytes() {
     let shard = array.shard(&[0, 0]).unwrap();
     let writer = array.shard_writer(&shard).unwrap();
     for (i, chunk) in writer.inner_chunks().enumerate() {
-        writer.write_chunk(&chunk, &vec![i as u8 + 1; 32]).unwrap();
+        writer.write_chunk(&chunk, &[i as u8 + 1; 32]).unwrap();
     }
     writer.commit().unwrap();
     let key = array.shard_key(&[0, 0]);
@@ -339,7 +339,7 @@ fn fill_value_chunks_are_not_stored_and_an_empty_shard_is_deleted() {
     let shard = array.shard(&[0, 0]).unwrap();
     let writer = array.shard_writer(&shard).unwrap();
     for chunk in writer.inner_chunks() {
-        writer.write_chunk(&chunk, &vec![1u8; 32]).unwrap();
+        writer.write_chunk(&chunk, &[1u8; 32]).unwrap();
     }
     writer.commit().unwrap();
     let writer = array.shard_writer(&shard).unwrap();
@@ -405,7 +405,7 @@ fn a_corrupt_stored_index_is_reported_and_nothing_is_stored() {
     let shard = array.shard(&[0, 0]).unwrap();
     let writer = array.shard_writer(&shard).unwrap();
     for chunk in writer.inner_chunks() {
-        writer.write_chunk(&chunk, &vec![1u8; 32]).unwrap();
+        writer.write_chunk(&chunk, &[1u8; 32]).unwrap();
     }
     writer.commit().unwrap();
     let key = array.shard_key(&[0, 0]);

@@ -1,0 +1,87 @@
+"""Type stubs of the native module ``shardwright._core`` (crates/shardwright-py).
+
+The public API is the ``shardwright`` package; these classes are its engine.
+"""
+
+from collections.abc import Iterator
+from os import PathLike
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+def num_threads() -> int:
+    """The number of threads in the encoding pool."""
+
+_Cell = tuple[list[int], list[int], list[int]]
+
+class GridIter(Iterator[_Cell]):
+    """Grid cells as ``(origin, shape, index)`` tuples, in C order."""
+
+    def __iter__(self) -> GridIter: ...
+    def __next__(self) -> _Cell: ...
+    def __len__(self) -> int: ...
+
+class Array:
+    """An array on a local filesystem; its folder is the store root."""
+
+    @staticmethod
+    def open(root: str | PathLike[str]) -> Array: ...
+    @staticmethod
+    def create(
+        root: str | PathLike[str],
+        shape: list[int],
+        dtype: str,
+        chunks: list[int],
+        shards: list[int] | None,
+        fill_value_json: str,
+        compressor: str,
+        level: int | None,
+        index_location: str,
+        dimension_names: list[str] | None,
+    ) -> Array: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def chunks(self) -> list[int]: ...
+    @property
+    def shards(self) -> list[int] | None: ...
+    @property
+    def shard_shape(self) -> list[int]: ...
+    @property
+    def fill_value_bytes(self) -> bytes: ...
+    @property
+    def metadata_json(self) -> str: ...
+    def iter_shards(
+        self, within_region: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    ) -> GridIter: ...
+    def iter_chunks(
+        self, within_region: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    ) -> GridIter: ...
+    def shard(self, index: list[int]) -> tuple[list[int], list[int]]: ...
+    def shard_writer(self, index: list[int], max_in_flight: int | None = None) -> ShardWriter: ...
+    def read(self, origin: list[int], shape: list[int]) -> npt.NDArray[np.uint8]: ...
+
+class ShardWriter:
+    """The writer of one shard."""
+
+    @property
+    def shard(self) -> _Cell: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def chunks_written(self) -> int: ...
+    def inner_chunks(self) -> GridIter: ...
+    def write(
+        self, origin: tuple[int, ...], shape: tuple[int, ...], data: npt.NDArray[np.generic]
+    ) -> None: ...
+    def write_value(
+        self, origin: tuple[int, ...], shape: tuple[int, ...], value: bytes
+    ) -> None: ...
+    def commit(self) -> dict[str, int]: ...
+    def abort(self) -> None: ...
