@@ -25,6 +25,8 @@ pub(crate) fn to_py(err: Error) -> PyErr {
             ErrorKind::Unsupported => "UnsupportedError",
             ErrorKind::CorruptShard => "CorruptShardError",
             ErrorKind::NotFound => "ArrayNotFoundError",
+            ErrorKind::Conflict => "ConflictError",
+            ErrorKind::TooLarge => "TransactionTooLarge",
             ErrorKind::Other => "ShardwrightError",
         };
         exception(py, class, err.to_string())

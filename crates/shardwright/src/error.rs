@@ -55,6 +55,22 @@ pub enum Error {
         /// The bytes given.
         got: usize,
     },
+    /// Other writers kept changing a shard this writer was merging with.
+    #[error("conflict on shard '{key}': another writer changed it during each of {attempts} attempts to merge with it")]
+    Conflict {
+        /// The shard's storage key.
+        key: String,
+        /// Attempts made (1 + retries).
+        attempts: u32,
+    },
+    /// A staged write would take a transaction past its memory limit.
+    #[error("transaction too large: staging {needed} bytes would exceed the memory limit of {limit} bytes")]
+    TooLarge {
+        /// Bytes that would be staged.
+        needed: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A writer used after it was committed or aborted.
     #[error("the shard writer for {0} is already closed (committed or aborted)")]
     Closed(Box<Domain>),
@@ -73,6 +89,10 @@ pub enum ErrorKind {
     CorruptShard,
     /// No array where one was expected.
     NotFound,
+    /// Another writer changed a shard during every attempt to merge with it.
+    Conflict,
+    /// A transaction's staged data would pass its memory limit.
+    TooLarge,
     /// Anything else: I/O failures, invalid metadata, closed writers.
     Other,
 }
@@ -89,6 +109,10 @@ impl Error {
             Error::Layout(LayoutError::Unsupported(_)) => ErrorKind::Unsupported,
             Error::Format(FormatError::Corrupt(_)) => ErrorKind::CorruptShard,
             Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Conflict { .. } | Error::Store(StoreError::Conflict { .. }) => {
+                ErrorKind::Conflict
+            }
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
             _ => ErrorKind::Other,
         }
     }

@@ -34,6 +34,7 @@
 //! | [`format`] | the shard byte format: index, assembly, splitting, chunk codecs |
 //! | [`store`] | a small storage trait; filesystem, memory and instrumented backends |
 //! | [`writer`] | [`ShardWriter`]: encodes on a pool, keeps encoded bytes, commits once |
+//! | [`txn`] | [`Transaction`]: region writes across shards, read-your-writes, parallel commit |
 //! | [`array`] / [`read`] | [`Array`]: open/create, iterate shards, make writers, read back |
 //!
 //! Lower layers never use higher ones.
@@ -45,6 +46,7 @@ pub mod format;
 pub mod layout;
 pub mod read;
 pub mod store;
+pub mod txn;
 pub mod writer;
 
 pub use array::Array;
@@ -52,4 +54,5 @@ pub use domain::{Domain, Grid};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{ArraySpec, Compressor, IndexLocation, Layout};
 pub use store::{FilesystemStore, InstrumentedStore, MemoryStore, Store};
+pub use txn::{Transaction, TransactionOptions, TransactionStats};
 pub use writer::{CommitStats, PendingCommit, ShardWriter, WriterOptions};

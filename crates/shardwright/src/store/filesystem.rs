@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{check_key, check_range, Store, StoreError};
+use super::{check_key, check_range, Store, StoreError, Version};
 
 /// The suffix of temporary files; a file with it is never a chunk key that a Zarr
 /// reader looks for, and names start with `.` so listings skip them.
@@ -16,7 +16,13 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A store rooted at a folder. `put` is atomic: the value is written to a temporary file in
 /// the same folder, flushed to disk (fsync), then renamed over the key; on any error the
-/// temporary file is removed and the old value stays.
+/// temporary file is removed and the old value stays. A crash can leave a temporary file
+/// (a hidden `.NAME.PID.N.shardwright-tmp`), never a torn value under the key.
+///
+/// Versions are the file's inode, size and change time: every put makes a new file, so
+/// any put changes the version. Renames onto a key happen under an advisory lock of its
+/// folder (`flock`), shared with other processes, so `put_if`'s check and rename are one
+/// step for every writer using this store.
 ///
 /// ```
 /// use shardwright::store::{FilesystemStore, Store};
@@ -47,6 +53,70 @@ impl FilesystemStore {
     fn path(&self, key: &str) -> Result<PathBuf, StoreError> {
         check_key(key)?;
         Ok(self.root.join(key))
+    }
+
+    /// Write `parts` to a temporary file, fsync it, then — under the folder's lock, after
+    /// checking the current version when `condition` is given — rename it onto `key`.
+    fn replace(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        condition: Option<Option<&Version>>,
+    ) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let folder = path
+            .parent()
+            .expect("a key has a parent folder")
+            .to_path_buf();
+        fs::create_dir_all(&folder).map_err(|e| StoreError::io(key, e))?;
+        let name = path
+            .file_name()
+            .expect("a key has a name")
+            .to_string_lossy();
+        let temp = folder.join(format!(
+            ".{name}.{}.{}{TEMP_SUFFIX}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut conflict = false;
+        let mut write = || -> std::io::Result<()> {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            for part in parts {
+                file.write_all(part)?;
+            }
+            file.sync_all()?;
+            drop(file);
+            let dir = File::open(&folder)?;
+            dir.lock()?;
+            if let Some(expected) = condition {
+                let current = match fs::metadata(&path) {
+                    Ok(m) => Some(version_of(&m)),
+                    Err(e) if e.kind() == ErrorKind::NotFound => None,
+                    Err(e) => return Err(e),
+                };
+                if current.as_ref() != expected {
+                    conflict = true;
+                    return Err(std::io::Error::other("conflict"));
+                }
+            }
+            fs::rename(&temp, &path)?;
+            // Make the rename itself durable; the lock goes with the descriptor.
+            dir.sync_all()
+        };
+        let result = write();
+        result.map_err(|e| {
+            let _ = fs::remove_file(&temp);
+            if conflict {
+                StoreError::Conflict {
+                    key: key.to_string(),
+                }
+            } else {
+                StoreError::io(key, e)
+            }
+        })
     }
 
     fn open(&self, key: &str) -> Result<Option<File>, StoreError> {
@@ -94,41 +164,29 @@ impl Store for FilesystemStore {
     }
 
     fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
-        let path = self.path(key)?;
-        let folder = path
-            .parent()
-            .expect("a key has a parent folder")
-            .to_path_buf();
-        fs::create_dir_all(&folder).map_err(|e| StoreError::io(key, e))?;
-        let name = path
-            .file_name()
-            .expect("a key has a name")
-            .to_string_lossy();
-        let temp = folder.join(format!(
-            ".{name}.{}.{}{TEMP_SUFFIX}",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let write = || -> std::io::Result<()> {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)?;
-            for part in parts {
-                file.write_all(part)?;
-            }
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&temp, &path)?;
-            // Make the rename itself durable.
-            File::open(&folder)?.sync_all()
-        };
-        write().map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            StoreError::io(key, e)
-        })
+        self.replace(key, parts, None)
     }
 
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        let Some(mut file) = self.open(key)? else {
+            return Ok(None);
+        };
+        // The version and the bytes come from the same open file.
+        let metadata = file.metadata().map_err(|e| StoreError::io(key, e))?;
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io(key, e))?;
+        Ok(Some((bytes, version_of(&metadata))))
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError> {
+        self.replace(key, parts, Some(expected))
+    }
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         let path = self.path(key)?;
         match fs::remove_file(&path) {
@@ -137,4 +195,18 @@ impl Store for FilesystemStore {
             Err(e) => Err(StoreError::io(key, e)),
         }
     }
+}
+
+fn version_of(metadata: &fs::Metadata) -> Version {
+    use std::os::unix::fs::MetadataExt;
+    Version(format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        metadata.dev(),
+        metadata.ino(),
+        metadata.len(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+        metadata.ctime(),
+        metadata.ctime_nsec()
+    ))
 }

@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, Version};
 
 /// One call seen by an [`InstrumentedStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum IoEvent {
     Put(String, u64),
     /// A delete.
     Delete(String),
+    /// A conditional put of this many bytes (whether it succeeded or conflicted).
+    PutIf(String, u64),
 }
 
 /// Counts of the calls an [`InstrumentedStore`] has seen.
@@ -37,6 +39,8 @@ pub struct IoCounts {
     pub bytes_read: u64,
     /// Bytes stored by puts.
     pub bytes_written: u64,
+    /// Conditional puts refused with a conflict (also counted in `puts`).
+    pub conflicts: u64,
 }
 
 impl IoCounts {
@@ -137,6 +141,36 @@ impl Store for InstrumentedStore {
             c.bytes_written += n;
         });
         Ok(())
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        let value = self.inner.get_versioned(key)?;
+        let n = value.as_ref().map_or(0, |(v, _)| v.len() as u64);
+        self.record(IoEvent::Get(key.into()), |c| {
+            c.gets += 1;
+            c.bytes_read += n;
+        });
+        Ok(value)
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError> {
+        let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let result = self.inner.put_if(key, parts, expected);
+        let conflict = matches!(result, Err(StoreError::Conflict { .. }));
+        self.record(IoEvent::PutIf(key.into(), n), |c| {
+            c.puts += 1;
+            if conflict {
+                c.conflicts += 1;
+            } else {
+                c.bytes_written += n;
+            }
+        });
+        result
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {

@@ -43,6 +43,13 @@ pub enum StoreError {
     /// A key that is not a relative `/`-separated path without `.` or `..` parts.
     #[error("invalid store key '{0}'")]
     InvalidKey(String),
+    /// A conditional put found the value changed since it was read (or created, when it
+    /// was to be new).
+    #[error("conflict on '{key}': the stored value changed since it was read")]
+    Conflict {
+        /// The key.
+        key: String,
+    },
     /// A requested byte range reaches past the end of the value.
     #[error("range {start}..{end} is outside '{key}' ({size} bytes)")]
     Range {
@@ -65,6 +72,11 @@ impl StoreError {
         }
     }
 }
+
+/// An opaque version of a stored value (filesystem: inode, size and times; object
+/// stores: the ETag), to make a put conditional on the value being unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Version(pub String);
 
 /// Storage for shards and metadata. Every method is safe to call from many threads.
 pub trait Store: Send + Sync + fmt::Debug {
@@ -92,6 +104,25 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`StoreError`] if the backend fails; the old value is then still in place.
     fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError>;
+
+    /// The whole value at `key` and its version, or `None` if there is none.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError>;
+
+    /// Store the concatenation of `parts` at `key`, atomically, only if the value there is
+    /// still `expected` (`None`: only if there is no value). Puts by other writers, in this
+    /// process or others, cannot slip between the check and the replacement.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] if the value changed; nothing is stored then.
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError>;
 
     /// Remove the value at `key`; removing a missing key is not an error.
     ///

@@ -1,11 +1,19 @@
 //! What happens at commit: wait, merge with the stored shard if needed, store once.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::partial::PartialChunk;
 use super::slots::Slot;
+use super::WriterOptions;
+use crate::domain::copy::fill;
 use crate::domain::Domain;
-use crate::error::Result;
-use crate::format::shard;
+use crate::error::{Error, Result};
+use crate::format::{chunk, shard, FormatError};
 use crate::layout::Layout;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// What one commit did.
 ///
@@ -15,9 +23,9 @@ use crate::store::Store;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommitStats {
-    /// Whole-object reads of the stored shard (0, or 1 when merging).
+    /// Whole-object reads of the stored shard (0 without a merge; 1 + one per retry).
     pub gets: u64,
-    /// Puts of the shard (0 or 1).
+    /// Successful puts of the shard (0 or 1).
     pub puts: u64,
     /// Deletes of the shard (1 when every chunk ended up empty).
     pub deletes: u64,
@@ -25,25 +33,43 @@ pub struct CommitStats {
     pub bytes_read: u64,
     /// Bytes stored.
     pub bytes_written: u64,
-    /// Inner chunks written through this writer.
+    /// Inner chunks written whole through this writer.
     pub chunks_written: u64,
     /// Of those, chunks equal to the fill value everywhere (not stored).
     pub chunks_empty: u64,
+    /// Inner chunks written in part, completed from the stored chunk or the fill value.
+    pub chunks_partial: u64,
+    /// Stored inner chunks decoded to complete partly written ones.
+    pub chunks_decoded: u64,
     /// Stored inner chunks kept as they were (copied as encoded bytes).
     pub chunks_kept: u64,
+    /// Conditional puts refused because another writer changed the shard (each retried).
+    pub conflicts: u64,
 }
 
 impl std::ops::AddAssign for CommitStats {
-    fn add_assign(&mut self, other: Self) {
-        self.gets += other.gets;
-        self.puts += other.puts;
-        self.deletes += other.deletes;
-        self.bytes_read += other.bytes_read;
-        self.bytes_written += other.bytes_written;
-        self.chunks_written += other.chunks_written;
-        self.chunks_empty += other.chunks_empty;
-        self.chunks_kept += other.chunks_kept;
+    fn add_assign(&mut self, o: Self) {
+        self.gets += o.gets;
+        self.puts += o.puts;
+        self.deletes += o.deletes;
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.chunks_written += o.chunks_written;
+        self.chunks_empty += o.chunks_empty;
+        self.chunks_partial += o.chunks_partial;
+        self.chunks_decoded += o.chunks_decoded;
+        self.chunks_kept += o.chunks_kept;
+        self.conflicts += o.conflicts;
     }
+}
+
+/// The shard a commit writes.
+pub(super) struct Target<'a> {
+    pub(super) layout: &'a Layout,
+    pub(super) store: &'a dyn Store,
+    pub(super) key: &'a str,
+    pub(super) shard: &'a Domain,
+    pub(super) options: &'a WriterOptions,
 }
 
 /// Whether the inner chunk in `slot` of `shard` holds any element of the array.
@@ -53,21 +79,28 @@ fn slot_meets_array(layout: &Layout, shard: &Domain, slot: usize) -> bool {
     for d in (0..cps.len()).rev() {
         let local = rest % cps[d];
         rest /= cps[d];
-        let origin = shard.origin()[d] + local * layout.chunk_shape()[d];
-        if origin >= layout.shape()[d] {
+        if shard.origin()[d] + local * layout.chunk_shape()[d] >= layout.shape()[d] {
             return false;
         }
     }
     true
 }
 
+/// The byte range of each slot's chunk in a stored shard (the whole value, unsharded).
+fn stored_ranges(layout: &Layout, bytes: &[u8]) -> Result<Vec<Option<Range<usize>>>, FormatError> {
+    if layout.is_sharded() {
+        shard::split(layout, bytes)
+    } else {
+        Ok(vec![Some(0..bytes.len())])
+    }
+}
+
 pub(super) fn commit(
-    layout: &Layout,
-    store: &dyn Store,
-    key: &str,
-    shard_domain: &Domain,
+    target: &Target<'_>,
     slots: Vec<Slot>,
+    partials: BTreeMap<usize, PartialChunk>,
 ) -> Result<CommitStats> {
+    let layout = target.layout;
     let mut stats = CommitStats::default();
     for slot in &slots {
         match slot {
@@ -80,65 +113,145 @@ pub(super) fn commit(
             Slot::Pending(_) => unreachable!("commit waits for every encode"),
         }
     }
-    if stats.chunks_written == 0 {
+    stats.chunks_partial = partials.len() as u64;
+    if stats.chunks_written == 0 && partials.is_empty() {
+        return Ok(stats);
+    }
+    let needs_read = !partials.is_empty()
+        || slots.iter().enumerate().any(|(i, s)| {
+            matches!(s, Slot::Unwritten) && slot_meets_array(layout, target.shard, i)
+        });
+    if !needs_read {
+        // Every chunk is new: no read, and an unconditional put.
+        let chunks: Vec<Option<&[u8]>> = slots.iter().map(encoded).collect();
+        store(target, &chunks, None, &mut stats)?;
         return Ok(stats);
     }
 
-    if !layout.is_sharded() {
-        match &slots[0] {
-            Slot::Encoded(bytes) => {
-                store.put(key, &[bytes])?;
-                stats.puts = 1;
-                stats.bytes_written = bytes.len() as u64;
-            }
-            _ => {
-                store.delete(key)?;
-                stats.deletes = 1;
-            }
+    for attempt_no in 0..=target.options.retries {
+        if attempt_no > 0 {
+            backoff(attempt_no);
         }
-        return Ok(stats);
+        let stored = target.store.get_versioned(target.key)?;
+        stats.gets += 1;
+        let (bytes, version) = match stored {
+            Some((bytes, version)) => (Some(bytes), Some(version)),
+            None => (None, None),
+        };
+        stats.bytes_read += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        let ranges = match bytes.as_deref().map(|b| stored_ranges(layout, b)) {
+            None => None,
+            Some(Ok(ranges)) => Some(ranges),
+            Some(Err(FormatError::Corrupt(_))) if target.options.overwrite_corrupt => None,
+            Some(Err(FormatError::Corrupt(why))) => {
+                return Err(
+                    FormatError::Corrupt(format!("stored shard '{}': {why}", target.key)).into(),
+                )
+            }
+            Some(Err(e)) => return Err(e.into()),
+        };
+        let stored_chunk = |slot: usize| -> Option<&[u8]> {
+            let range = ranges.as_ref()?.get(slot)?.clone()?;
+            bytes.as_deref().map(|b| &b[range])
+        };
+
+        // Complete the partly written chunks, in parallel: only these are decoded.
+        let completed: Vec<(usize, bool, Option<Vec<u8>>)> = partials
+            .par_iter()
+            .map(|(&slot, partial)| {
+                let (mut base, decoded) = match stored_chunk(slot) {
+                    Some(encoded) => (chunk::decode(layout, encoded)?, true),
+                    None => {
+                        let mut raw = vec![0u8; layout.raw_chunk_bytes()];
+                        fill(&mut raw, layout.fill_value_bytes());
+                        (raw, false)
+                    }
+                };
+                partial.overlay_onto(layout, &mut base);
+                Ok((slot, decoded, chunk::encode(layout, base)?))
+            })
+            .collect::<Result<_, FormatError>>()?;
+        let mut attempt = stats;
+        attempt.chunks_decoded = completed.iter().filter(|c| c.1).count() as u64;
+        let completed: BTreeMap<usize, Option<Vec<u8>>> =
+            completed.into_iter().map(|(s, _, e)| (s, e)).collect();
+
+        let chunks: Vec<Option<&[u8]>> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| match (slot, completed.get(&i)) {
+                (_, Some(done)) => done.as_deref(),
+                (Slot::Unwritten, None) => {
+                    let kept = stored_chunk(i);
+                    attempt.chunks_kept += u64::from(kept.is_some());
+                    kept
+                }
+                (slot, None) => encoded(slot),
+            })
+            .collect();
+        match store(target, &chunks, Some(version.as_ref()), &mut attempt) {
+            Ok(()) => return Ok(attempt),
+            Err(Error::Store(StoreError::Conflict { .. })) => {
+                stats = attempt;
+                stats.chunks_kept = 0;
+                stats.conflicts += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
+    Err(Error::Conflict {
+        key: target.key.to_string(),
+        attempts: target.options.retries + 1,
+    })
+}
 
-    let needs_merge = slots
-        .iter()
-        .enumerate()
-        .any(|(i, s)| matches!(s, Slot::Unwritten) && slot_meets_array(layout, shard_domain, i));
-    let stored = if needs_merge {
-        stats.gets = 1;
-        store.get(key)?
-    } else {
-        None
-    };
-    let stored_ranges = match &stored {
-        Some(bytes) => {
-            stats.bytes_read = bytes.len() as u64;
-            Some(shard::split(layout, bytes)?)
-        }
-        None => None,
-    };
+/// Sleep before retry `n` (1, 2, ...): exponential from 1 ms, capped at 200 ms, with
+/// jitter so writers that conflicted once do not collide again in lockstep.
+fn backoff(n: u32) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(n);
+    let jitter = hasher.finish() % 1000; // per mille
+    let base_us = (1000u64 << n.min(8)).min(200_000);
+    std::thread::sleep(std::time::Duration::from_micros(
+        base_us / 2 + base_us * jitter / 2000,
+    ));
+}
 
-    let chunks: Vec<Option<&[u8]>> = slots
-        .iter()
-        .enumerate()
-        .map(|(i, slot)| match slot {
-            Slot::Encoded(bytes) => Some(&bytes[..]),
-            Slot::Empty => None,
-            _ => {
-                let range = stored_ranges.as_ref().and_then(|r| r[i].clone())?;
-                stats.chunks_kept += 1;
-                stored.as_deref().map(|b| &b[range])
-            }
-        })
-        .collect();
+fn encoded(slot: &Slot) -> Option<&[u8]> {
+    match slot {
+        Slot::Encoded(bytes) => Some(bytes),
+        _ => None,
+    }
+}
 
+/// Store the shard made of `chunks` (one per slot; `None`: empty): one put, or one delete
+/// when every slot is empty. With `condition`, the put is conditional on that version.
+fn store(
+    target: &Target<'_>,
+    chunks: &[Option<&[u8]>],
+    condition: Option<Option<&crate::store::Version>>,
+    stats: &mut CommitStats,
+) -> Result<()> {
+    let (store, key) = (target.store, target.key);
     if chunks.iter().all(Option::is_none) {
         store.delete(key)?;
-        stats.deletes = 1;
-        return Ok(stats);
+        stats.deletes += 1;
+        return Ok(());
     }
-    let assembled = shard::assemble(layout, &chunks)?;
-    store.put(key, &assembled.parts())?;
-    stats.puts = 1;
-    stats.bytes_written = assembled.len() as u64;
-    Ok(stats)
+    let assembled;
+    let parts: Vec<&[u8]> = if target.layout.is_sharded() {
+        assembled = shard::assemble(target.layout, chunks)?;
+        assembled.parts()
+    } else {
+        vec![chunks[0].expect("not all empty")]
+    };
+    let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+    match condition {
+        None => store.put(key, &parts)?,
+        Some(expected) => store.put_if(key, &parts, expected)?,
+    }
+    stats.puts += 1;
+    stats.bytes_written += n;
+    Ok(())
 }

@@ -10,8 +10,12 @@
 //! At commit the writer waits for its encode tasks, then:
 //! - every inner chunk that meets the array was written: the shard is assembled in C
 //!   order and stored with one put and no get (one delete instead if every chunk is empty);
-//! - some were not: the stored shard is read once, and the chunks not written keep their
-//!   stored encoded bytes, copied as they are (never decoded);
+//! - some were not, or some were written only in part ([`write_region`](ShardWriter::write_region)):
+//!   the stored shard is read once; the chunks not written keep their stored encoded bytes,
+//!   copied as they are (never decoded); only partly written chunks are decoded, completed
+//!   and encoded. The put is then conditional on the stored shard being unchanged since it
+//!   was read; on a conflict the writer re-reads, re-merges and retries (`retries` times)
+//!   before failing with a [`StoreError::Conflict`](crate::store::StoreError::Conflict);
 //! - nothing was written: no I/O at all.
 //!
 //! Dropping a writer without committing aborts it with no storage call.
@@ -35,11 +39,14 @@
 //! ```
 
 mod commit;
+mod partial;
+mod region;
 mod slots;
 
 pub use commit::CommitStats;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rayon::ThreadPool;
 
@@ -48,7 +55,11 @@ use crate::domain::{Domain, Grid, GridCells};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::store::Store;
+use partial::PartialChunk;
 use slots::SlotTable;
+
+/// The default number of times a conflicting merge is retried.
+pub const DEFAULT_RETRIES: u32 = 10;
 
 /// Options of a [`ShardWriter`].
 ///
@@ -56,13 +67,42 @@ use slots::SlotTable;
 /// let options = shardwright::WriterOptions::default().max_in_flight(8);
 /// assert_eq!(options.max_in_flight_or_default(), 8);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WriterOptions {
     max_in_flight: Option<usize>,
     pool: Option<Arc<ThreadPool>>,
+    retries: u32,
+    overwrite_corrupt: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        Self {
+            max_in_flight: None,
+            pool: None,
+            retries: DEFAULT_RETRIES,
+            overwrite_corrupt: false,
+        }
+    }
 }
 
 impl WriterOptions {
+    /// How many times a commit that merged with stored data re-reads, re-merges and
+    /// retries when another writer changed the shard meanwhile (default 10).
+    #[must_use]
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Rewrite a stored shard that is corrupt (bad index checksum, entries outside the
+    /// shard) from the staged data and the fill value, instead of failing.
+    #[must_use]
+    pub fn overwrite_corrupt(mut self, yes: bool) -> Self {
+        self.overwrite_corrupt = yes;
+        self
+    }
+
     /// At most this many raw chunks wait for or undergo encoding at once (default: twice
     /// the pool's threads). A write beyond it waits.
     #[must_use]
@@ -99,7 +139,8 @@ pub struct ShardWriter {
     shard: Domain,
     chunk_grid: Grid,
     slots: Arc<SlotTable>,
-    pool: Option<Arc<ThreadPool>>,
+    partials: Mutex<BTreeMap<usize, PartialChunk>>,
+    options: WriterOptions,
 }
 
 impl ShardWriter {
@@ -124,7 +165,8 @@ impl ShardWriter {
             key,
             shard,
             slots,
-            pool: options.pool.clone(),
+            partials: Mutex::new(BTreeMap::new()),
+            options: options.clone(),
         })
     }
 
@@ -152,10 +194,38 @@ impl ShardWriter {
         self.chunk_grid.cells_meeting(&self.shard)
     }
 
-    /// How many inner chunks have been written so far.
+    /// How many inner chunks have been written whole so far.
     #[must_use]
     pub fn chunks_written(&self) -> usize {
         self.slots.written()
+    }
+
+    /// The bytes this writer holds: encoded chunks, raw chunks waiting to be encoded,
+    /// and partly written chunks.
+    #[must_use]
+    pub fn staged_memory(&self) -> usize {
+        let partials: usize = self.partials().values().map(PartialChunk::memory).sum();
+        self.slots.memory() + partials
+    }
+
+    /// Whether every inner chunk that meets the array has been written whole, so the
+    /// commit needs no read.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        // Only slots of chunks inside the array can be written, so a count suffices.
+        self.partials().is_empty() && self.slots.written() == self.inner_chunks().len()
+    }
+
+    fn partials(&self) -> MutexGuard<'_, BTreeMap<usize, PartialChunk>> {
+        self.partials.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn submit(&self, slot: usize, raw: Vec<u8>) -> Result<()> {
+        // A whole chunk replaces whatever part of it was written before.
+        self.partials().remove(&slot);
+        Ok(self
+            .slots
+            .submit(slot, raw, &self.layout, self.options.pool.as_deref())?)
     }
 
     /// Write one inner chunk: `data` holds its elements in C order, native endian, with
@@ -174,9 +244,7 @@ impl ShardWriter {
         } else {
             self.padded(chunk, data)
         };
-        Ok(self
-            .slots
-            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+        self.submit(slot, raw)
     }
 
     /// As [`write_chunk`](Self::write_chunk), taking ownership of the buffer, which avoids
@@ -192,9 +260,7 @@ impl ShardWriter {
         } else {
             self.padded(chunk, &data)
         };
-        Ok(self
-            .slots
-            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+        self.submit(slot, raw)
     }
 
     /// Write one inner chunk whose every element is `value` (one element's native-endian
@@ -214,6 +280,7 @@ impl ShardWriter {
             });
         }
         if value == self.layout.fill_value_bytes() {
+            self.partials().remove(&slot);
             self.slots.set_empty(slot);
             return Ok(());
         }
@@ -223,9 +290,7 @@ impl ShardWriter {
             let data = raw[..chunk.size() as usize * value.len()].to_vec();
             raw = self.padded(chunk, &data);
         }
-        Ok(self
-            .slots
-            .submit(slot, raw, &self.layout, self.pool.as_deref())?)
+        self.submit(slot, raw)
     }
 
     /// Wait for the encodes and store the shard (see the [module docs](self)).
@@ -235,13 +300,15 @@ impl ShardWriter {
     /// [`Error::Store`] if storage fails. Nothing is stored then.
     pub fn commit(self) -> Result<CommitStats> {
         let slots = self.slots.finish()?;
-        commit::commit(
-            &self.layout,
-            self.store.as_ref(),
-            &self.key,
-            &self.shard,
-            slots,
-        )
+        let partials = std::mem::take(&mut *self.partials());
+        let target = commit::Target {
+            layout: &self.layout,
+            store: self.store.as_ref(),
+            key: &self.key,
+            shard: &self.shard,
+            options: &self.options,
+        };
+        commit::commit(&target, slots, partials)
     }
 
     /// Commit on a background thread and return at once, so the caller can start on the

@@ -27,6 +27,28 @@ struct Table {
     in_flight: usize,
     generation: u64,
     error: Option<FormatError>,
+    /// Bytes of encoded chunks held in slots.
+    encoded_bytes: usize,
+    /// Bytes of raw chunks waiting for or undergoing encoding.
+    raw_in_flight: usize,
+    /// Slots not `Unwritten`.
+    written: usize,
+}
+
+impl Table {
+    /// Put `state` in `slot`, keeping the byte count right.
+    fn set(&mut self, slot: usize, state: Slot) {
+        let was_written = !matches!(self.slots[slot], Slot::Unwritten);
+        let is_written = !matches!(state, Slot::Unwritten);
+        self.written = self.written + usize::from(is_written) - usize::from(was_written);
+        if let Slot::Encoded(old) = &self.slots[slot] {
+            self.encoded_bytes -= old.len();
+        }
+        if let Slot::Encoded(new) = &state {
+            self.encoded_bytes += new.len();
+        }
+        self.slots[slot] = state;
+    }
 }
 
 /// Slots shared between the writer and its encode tasks.
@@ -45,6 +67,9 @@ impl SlotTable {
                 in_flight: 0,
                 generation: 0,
                 error: None,
+                encoded_bytes: 0,
+                raw_in_flight: 0,
+                written: 0,
             }),
             changed: Condvar::new(),
             max_in_flight: max_in_flight.max(1),
@@ -77,12 +102,14 @@ impl SlotTable {
             }
             table.generation += 1;
             table.in_flight += 1;
+            table.raw_in_flight += raw.len();
             let generation = table.generation;
-            table.slots[slot] = Slot::Pending(generation);
+            table.set(slot, Slot::Pending(generation));
             generation
         };
         let this = Arc::clone(self);
         let layout = Arc::clone(layout);
+        let raw_len = raw.len();
         let task = move || {
             // A panic in a codec must not take the process down: it becomes an error.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -91,10 +118,11 @@ impl SlotTable {
             .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&panic))));
             let mut table = this.lock();
             table.in_flight -= 1;
+            table.raw_in_flight -= raw_len;
             match result {
                 Ok(encoded) => {
                     if matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
-                        table.slots[slot] = encoded.map_or(Slot::Empty, Slot::Encoded);
+                        table.set(slot, encoded.map_or(Slot::Empty, Slot::Encoded));
                     }
                 }
                 Err(err) => {
@@ -113,7 +141,53 @@ impl SlotTable {
 
     /// Record a slot as written with the fill value everywhere, without encoding.
     pub(crate) fn set_empty(&self, slot: usize) {
-        self.lock().slots[slot] = Slot::Empty;
+        self.set(slot, Slot::Empty);
+    }
+
+    /// Put a finished state (encoded or empty) in a slot, replacing any pending encode.
+    pub(crate) fn set(&self, slot: usize, state: Slot) {
+        self.lock().set(slot, state);
+    }
+
+    /// The raw data written to `slot` so far (waiting for its encode, then decoding it),
+    /// or `None` if the slot was not written.
+    pub(crate) fn written_raw(
+        &self,
+        slot: usize,
+        layout: &Layout,
+    ) -> Result<Option<Vec<u8>>, FormatError> {
+        let encoded = {
+            let mut table = self.lock();
+            while matches!(table.slots[slot], Slot::Pending(_)) {
+                table = self
+                    .changed
+                    .wait(table)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if let Some(err) = &table.error {
+                return Err(err.clone());
+            }
+            match &table.slots[slot] {
+                Slot::Unwritten => return Ok(None),
+                Slot::Empty => None,
+                Slot::Encoded(bytes) => Some(bytes.clone()),
+                Slot::Pending(_) => unreachable!("waited above"),
+            }
+        };
+        match encoded {
+            Some(bytes) => chunk::decode(layout, &bytes).map(Some),
+            None => {
+                let mut raw = vec![0u8; layout.raw_chunk_bytes()];
+                crate::domain::copy::fill(&mut raw, layout.fill_value_bytes());
+                Ok(Some(raw))
+            }
+        }
+    }
+
+    /// Bytes held: encoded chunks plus raw chunks in flight.
+    pub(crate) fn memory(&self) -> usize {
+        let table = self.lock();
+        table.encoded_bytes + table.raw_in_flight
     }
 
     /// Wait for every encode task, then take the slots (or the first encode error).
@@ -133,11 +207,7 @@ impl SlotTable {
 
     /// How many slots have been written so far.
     pub(crate) fn written(&self) -> usize {
-        self.lock()
-            .slots
-            .iter()
-            .filter(|s| !matches!(s, Slot::Unwritten))
-            .count()
+        self.lock().written
     }
 }
 

@@ -1,0 +1,335 @@
+//! [`Transaction`]: writes of arbitrary regions across many shards, staged as encoded
+//! chunks, read back with the staged data on top, and committed shard by shard in
+//! parallel — each shard stored once.
+//!
+//! The commit is atomic per shard, not across shards: a reader may see some shards new and
+//! others old while it runs. With `early_commit`, a shard is committed as soon as every
+//! inner chunk of it has been written whole, so a transaction that streams through an array
+//! runs in bounded memory; those shards stay stored even if the transaction later aborts.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shardwright::{Array, ArraySpec, Domain, MemoryStore, Transaction, TransactionOptions};
+//!
+//! let spec = ArraySpec::new(vec![8, 8], "uint8", vec![2, 2]).shards(vec![4, 4]);
+//! let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+//! let tx = Transaction::new(array.clone(), TransactionOptions::default());
+//! let region = Domain::new(vec![3, 3], vec![2, 2]); // touches four shards
+//! tx.write(&region, &[1, 2, 3, 4]).unwrap();
+//! assert_eq!(tx.read(&region).unwrap(), vec![1, 2, 3, 4]); // read-your-writes
+//! assert_eq!(array.read(&region).unwrap(), vec![0; 4]);    // nothing stored yet
+//! let stats = tx.commit().unwrap();
+//! assert_eq!((stats.shards_written, stats.commit.puts), (4, 4));
+//! assert_eq!(array.read(&region).unwrap(), vec![1, 2, 3, 4]);
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::array::Array;
+use crate::domain::copy::copy_block;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::writer::{CommitStats, ShardWriter, WriterOptions};
+
+/// Options of a [`Transaction`].
+///
+/// ```
+/// let options = shardwright::TransactionOptions::default().memory_limit(64 << 20).early_commit(true);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TransactionOptions {
+    memory_limit: Option<u64>,
+    early_commit: bool,
+    writer: WriterOptions,
+}
+
+impl TransactionOptions {
+    /// Fail a write (with [`Error::TooLarge`]) when the staged bytes — encoded chunks, raw
+    /// chunks in flight and partly written chunks — would pass `bytes`.
+    #[must_use]
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Commit each shard as soon as all its inner chunks are written whole.
+    #[must_use]
+    pub fn early_commit(mut self, yes: bool) -> Self {
+        self.early_commit = yes;
+        self
+    }
+
+    /// Options of the shard writers (retries, corrupt shards, encode pool).
+    #[must_use]
+    pub fn writer(mut self, options: WriterOptions) -> Self {
+        self.writer = options;
+        self
+    }
+}
+
+/// What a transaction's commit did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransactionStats {
+    /// Shards stored (or deleted), early commits included.
+    pub shards_written: u64,
+    /// Of those, shards committed early.
+    pub shards_committed_early: u64,
+    /// The shards' commit statistics, summed.
+    pub commit: CommitStats,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    writers: BTreeMap<Vec<u64>, ShardWriter>,
+    stats: TransactionStats,
+    failed: Option<Error>,
+}
+
+/// Many shard writers behind one region-writing interface. See the [module docs](self).
+#[derive(Debug)]
+pub struct Transaction {
+    array: Array,
+    options: TransactionOptions,
+    state: Mutex<State>,
+}
+
+impl Transaction {
+    /// A transaction over `array`; nothing is read or stored until a write needs it.
+    #[must_use]
+    pub fn new(array: Array, options: TransactionOptions) -> Self {
+        let array = array.with_options(options.writer.clone());
+        Self {
+            array,
+            options,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The array written.
+    #[must_use]
+    pub fn array(&self) -> &Array {
+        &self.array
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stage `data` (raw elements of `region`, C order, native endian) for every shard
+    /// `region` meets.
+    ///
+    /// # Errors
+    /// [`Error::Domain`] for a region outside the array, [`Error::DataLength`] for data of
+    /// the wrong size, [`Error::TooLarge`] past the memory limit (the transaction is then
+    /// failed: it can only be dropped), errors of early commits.
+    pub fn write(&self, region: &Domain, data: &[u8]) -> Result<()> {
+        self.write_with(region, data.len(), |writer, piece| {
+            if piece == region {
+                return writer.write_region(piece, data);
+            }
+            let elem = self.array.layout().element_size();
+            let mut block = vec![0u8; piece.size() as usize * elem];
+            let at = piece.relative_to(region).expect("piece inside region");
+            let zero = vec![0; piece.ndim()];
+            copy_block(
+                data,
+                region.shape(),
+                at.origin(),
+                &mut block,
+                piece.shape(),
+                &zero,
+                piece.shape(),
+                elem,
+            );
+            writer.write_region(piece, &block)
+        })
+    }
+
+    /// Stage `value` (one element's bytes) over every element of `region`.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub fn write_value(&self, region: &Domain, value: &[u8]) -> Result<()> {
+        let expected = region.size() as usize * self.array.layout().element_size();
+        if value.len() != self.array.layout().element_size() {
+            return Err(Error::DataLength {
+                region: Box::new(region.clone()),
+                shape: vec![],
+                expected: self.array.layout().element_size(),
+                got: value.len(),
+            });
+        }
+        self.write_with(region, expected, |writer, piece| {
+            writer.write_region_value(piece, value)
+        })
+    }
+
+    fn write_with(
+        &self,
+        region: &Domain,
+        data_len: usize,
+        mut write: impl FnMut(&ShardWriter, &Domain) -> Result<()>,
+    ) -> Result<()> {
+        region.check_inside(&self.array.bounds())?;
+        let expected = region.size() as usize * self.array.layout().element_size();
+        if data_len != expected {
+            return Err(Error::DataLength {
+                region: Box::new(region.clone()),
+                shape: region.shape().to_vec(),
+                expected,
+                got: data_len,
+            });
+        }
+        let mut state = self.lock();
+        if let Some(err) = &state.failed {
+            return Err(err.clone());
+        }
+        let mut complete = Vec::new();
+        for shard in self.array.shards_meeting(region) {
+            let piece = shard.intersect(region).expect("shards meet the region");
+            let index = shard
+                .index()
+                .expect("grid cells carry their index")
+                .to_vec();
+            if !state.writers.contains_key(&index) {
+                let writer = self.array.shard_writer(&shard)?;
+                state.writers.insert(index.clone(), writer);
+            }
+            let writer = &state.writers[&index];
+            write(writer, &piece)?;
+            if self.options.early_commit && writer.is_complete() {
+                complete.push(index);
+            }
+        }
+        for index in complete {
+            let writer = state.writers.remove(&index).expect("present");
+            let stats = writer.commit()?;
+            state.stats.shards_written += 1;
+            state.stats.shards_committed_early += 1;
+            state.stats.commit += stats;
+        }
+        if let Some(limit) = self.options.memory_limit {
+            let staged: u64 = state
+                .writers
+                .values()
+                .map(|w| w.staged_memory() as u64)
+                .sum();
+            if staged > limit {
+                let err = Error::TooLarge {
+                    needed: staged,
+                    limit,
+                };
+                state.failed = Some(err.clone());
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes staged now: encoded chunks, raw chunks in flight, partly written chunks.
+    #[must_use]
+    pub fn staged_memory(&self) -> u64 {
+        self.lock()
+            .writers
+            .values()
+            .map(|w| w.staged_memory() as u64)
+            .sum()
+    }
+
+    /// Read `region`: the stored data with the staged data on top.
+    ///
+    /// # Errors
+    /// As [`Array::read`].
+    pub fn read(&self, region: &Domain) -> Result<Vec<u8>> {
+        let mut out = self.array.read(region)?;
+        let state = self.lock();
+        for shard in self.array.shards_meeting(region) {
+            if let Some(writer) = state.writers.get(shard.index().expect("indexed")) {
+                writer.overlay_staged(region, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A separate writer of one shard whose staged data can be merged into this
+    /// transaction with [`absorb`](Self::absorb) (or dropped).
+    ///
+    /// # Errors
+    /// As [`Array::shard_writer`].
+    pub fn shard_writer(&self, shard: &Domain) -> Result<ShardWriter> {
+        self.array.shard_writer(shard)
+    }
+
+    /// Merge what `writer` (from [`shard_writer`](Self::shard_writer)) staged into the
+    /// transaction. No I/O.
+    ///
+    /// # Errors
+    /// As [`ShardWriter::absorb`]; [`Error::TooLarge`] past the memory limit.
+    pub fn absorb(&self, writer: ShardWriter) -> Result<()> {
+        let shard = writer.shard().clone();
+        let index = shard
+            .index()
+            .expect("writers know their shard's index")
+            .to_vec();
+        let mut state = self.lock();
+        if let Some(err) = &state.failed {
+            return Err(err.clone());
+        }
+        match state.writers.get(&index) {
+            Some(existing) => existing.absorb(writer)?,
+            None => {
+                state.writers.insert(index.clone(), writer);
+            }
+        }
+        if self.options.early_commit && state.writers[&index].is_complete() {
+            let writer = state.writers.remove(&index).expect("present");
+            let stats = writer.commit()?;
+            state.stats.shards_written += 1;
+            state.stats.shards_committed_early += 1;
+            state.stats.commit += stats;
+        }
+        Ok(())
+    }
+
+    /// Store every touched shard, several at once (each once, atomically).
+    ///
+    /// # Errors
+    /// The first error of a shard's commit; other shards may have been stored.
+    pub fn commit(self) -> Result<TransactionStats> {
+        let state = self
+            .state
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(err) = state.failed {
+            return Err(err);
+        }
+        let mut stats = state.stats;
+        let queue = Mutex::new(state.writers.into_values().collect::<Vec<_>>());
+        let results = Mutex::new(Vec::new());
+        // Commits wait for encode tasks on the rayon pool, so they run on their own threads.
+        let threads = rayon::current_num_threads().clamp(1, 8);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop();
+                    let Some(writer) = next else { break };
+                    let result = writer.commit();
+                    results
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(result);
+                });
+            }
+        });
+        for result in results.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            stats.commit += result?;
+            stats.shards_written += 1;
+        }
+        Ok(stats)
+    }
+
+    /// Drop every staged write; nothing more is stored.
+    pub fn abort(self) {}
+}

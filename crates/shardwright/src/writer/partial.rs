@@ -1,0 +1,135 @@
+//! Inner chunks written only in part: a raw buffer of the full chunk and a bit per element
+//! saying which elements were written. At commit they are completed from the stored chunk
+//! (decoded) or the fill value.
+
+use crate::domain::copy::{copy_block, fill};
+use crate::domain::Domain;
+use crate::layout::Layout;
+
+/// One partly written inner chunk.
+#[derive(Debug, Clone)]
+pub(crate) struct PartialChunk {
+    /// The chunk, clipped to the array.
+    pub(crate) chunk: Domain,
+    /// Raw elements of the full (unclipped) chunk; only covered ones are meaningful.
+    raw: Vec<u8>,
+    /// One bit per element of the full chunk (C order).
+    covered: Vec<u64>,
+    /// Covered elements that lie in the array.
+    n_covered: u64,
+}
+
+impl PartialChunk {
+    /// A chunk with nothing written yet.
+    pub(crate) fn empty(layout: &Layout, chunk: Domain) -> Self {
+        let n = layout.chunk_shape().iter().product::<u64>() as usize;
+        Self {
+            chunk,
+            raw: vec![0u8; layout.raw_chunk_bytes()],
+            covered: vec![0u64; n.div_ceil(64)],
+            n_covered: 0,
+        }
+    }
+
+    /// A chunk whose every element is already written with `raw` (a full raw chunk).
+    pub(crate) fn from_raw(layout: &Layout, chunk: Domain, raw: Vec<u8>) -> Self {
+        let mut partial = Self::empty(layout, chunk.clone());
+        partial.raw = raw;
+        let origin = vec![0; chunk.ndim()];
+        partial.mark(layout, &Domain::new(origin, chunk.shape().to_vec()));
+        partial
+    }
+
+    /// The bytes this chunk holds in memory.
+    pub(crate) fn memory(&self) -> usize {
+        self.raw.len() + self.covered.len() * 8
+    }
+
+    /// Whether every element of the chunk inside the array was written.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.n_covered == self.chunk.size()
+    }
+
+    /// The full raw chunk, once complete (padding outside the array: the fill value).
+    pub(crate) fn into_raw(self, layout: &Layout) -> Vec<u8> {
+        let mut base = vec![0u8; layout.raw_chunk_bytes()];
+        fill(&mut base, layout.fill_value_bytes());
+        self.overlay_onto(layout, &mut base);
+        base
+    }
+
+    /// Copy `piece` (a block of `data`, an array of `region`) into the chunk.
+    pub(crate) fn write(&mut self, layout: &Layout, piece: &Domain, data: &[u8], region: &Domain) {
+        let elem = layout.element_size();
+        let at_src = piece.relative_to(region).expect("piece inside region");
+        let at_dst = piece.relative_to(&self.chunk).expect("piece inside chunk");
+        copy_block(
+            data,
+            region.shape(),
+            at_src.origin(),
+            &mut self.raw,
+            layout.chunk_shape(),
+            at_dst.origin(),
+            piece.shape(),
+            elem,
+        );
+        self.mark(layout, &at_dst);
+    }
+
+    /// Copy this chunk's written elements onto `base`, a full raw chunk.
+    pub(crate) fn overlay_onto(&self, layout: &Layout, base: &mut [u8]) {
+        let elem = layout.element_size();
+        for (w, word) in self.covered.iter().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let i = (w * 64 + b) * elem;
+                base[i..i + elem].copy_from_slice(&self.raw[i..i + elem]);
+            }
+        }
+    }
+
+    /// Merge a later partial write of the same chunk: its elements win.
+    pub(crate) fn absorb(&mut self, layout: &Layout, later: &PartialChunk) {
+        later.overlay_onto(layout, &mut self.raw);
+        for (mine, theirs) in self.covered.iter_mut().zip(&later.covered) {
+            *mine |= theirs;
+        }
+        self.n_covered = self.covered.iter().map(|w| u64::from(w.count_ones())).sum();
+    }
+
+    /// Mark the elements of `block` (relative to the chunk origin) as written.
+    fn mark(&mut self, layout: &Layout, block: &Domain) {
+        let shape = layout.chunk_shape();
+        let rank = shape.len();
+        let mut strides = vec![1u64; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+        let rows = Domain::new(
+            block.origin()[..rank - 1].to_vec(),
+            block.shape()[..rank - 1].to_vec(),
+        );
+        let row_len = block.shape()[rank - 1];
+        let mut mark_row = |start: u64| {
+            for i in start..start + row_len {
+                let (w, b) = ((i / 64) as usize, i % 64);
+                if self.covered[w] & (1 << b) == 0 {
+                    self.covered[w] |= 1 << b;
+                    self.n_covered += 1;
+                }
+            }
+        };
+        if rank == 1 {
+            mark_row(block.origin()[0]);
+            return;
+        }
+        let unit = vec![1u64; rank - 1];
+        let grid = crate::domain::Grid::new(rows.stop(), unit).expect("non-zero cells");
+        for row in grid.cells_meeting(&rows) {
+            let start: u64 = row.origin().iter().zip(&strides).map(|(o, s)| o * s).sum();
+            mark_row(start + block.origin()[rank - 1]);
+        }
+    }
+}

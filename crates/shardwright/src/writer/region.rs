@@ -1,0 +1,200 @@
+//! Writes that are not whole inner chunks: regions at any alignment, reading staged data
+//! back, and absorbing another writer's staged data.
+
+use super::partial::PartialChunk;
+use super::slots::Slot;
+use super::{slot_in_shard, ShardWriter};
+use crate::domain::copy::{copy_block, fill};
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+
+impl ShardWriter {
+    /// Write `region` (any box inside the shard, aligned to inner chunks or not): `data`
+    /// holds its elements in C order, native endian. Inner chunks the region covers whole
+    /// are encoded at once; chunks it covers in part are kept raw until they are covered
+    /// whole or until commit, where the rest of each comes from the stored chunk or the
+    /// fill value.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, Domain, MemoryStore};
+    /// let spec = ArraySpec::new(vec![8, 8], "uint8", vec![4, 4]).shards(vec![8, 8]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+    /// let writer = array.shard_writer(&array.shard(&[0, 0]).unwrap()).unwrap();
+    /// writer.write_region(&Domain::new(vec![2, 2], vec![4, 1]), &[1, 2, 3, 4]).unwrap();
+    /// writer.commit().unwrap();
+    /// let column = array.read(&Domain::new(vec![0, 2], vec![8, 1])).unwrap();
+    /// assert_eq!(column, vec![0, 0, 1, 2, 3, 4, 0, 0]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Domain`] for a region outside the shard, [`Error::DataLength`] for data of
+    /// the wrong size.
+    pub fn write_region(&self, region: &Domain, data: &[u8]) -> Result<()> {
+        region.check_inside(&self.shard)?;
+        let elem = self.layout.element_size();
+        let expected = region.size() as usize * elem;
+        if data.len() != expected {
+            return Err(Error::DataLength {
+                region: Box::new(region.clone()),
+                shape: region.shape().to_vec(),
+                expected,
+                got: data.len(),
+            });
+        }
+        let full = self.layout.chunk_shape().to_vec();
+        for chunk in self.chunk_grid.cells_meeting(region) {
+            let piece = chunk.intersect(region).expect("cells meet the region");
+            let slot = slot_in_shard(&self.layout, &self.shard, chunk.index().expect("indexed"));
+            let at = piece.relative_to(region).expect("piece inside region");
+            if piece == chunk {
+                let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
+                if chunk.shape() != full.as_slice() {
+                    fill(&mut raw, self.layout.fill_value_bytes());
+                }
+                let zero = vec![0; full.len()];
+                copy_block(
+                    data,
+                    region.shape(),
+                    at.origin(),
+                    &mut raw,
+                    &full,
+                    &zero,
+                    piece.shape(),
+                    elem,
+                );
+                self.submit(slot, raw)?;
+            } else {
+                self.write_partial(slot, chunk, |p| p.write(&self.layout, &piece, data, region))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write `value` (one element's native-endian bytes) to every element of `region`.
+    ///
+    /// # Errors
+    /// As [`write_region`](Self::write_region).
+    pub fn write_region_value(&self, region: &Domain, value: &[u8]) -> Result<()> {
+        if value.len() != self.layout.element_size() {
+            return Err(Error::DataLength {
+                region: Box::new(region.clone()),
+                shape: vec![],
+                expected: self.layout.element_size(),
+                got: value.len(),
+            });
+        }
+        region.check_inside(&self.shard)?;
+        let mut data = vec![0u8; region.size() as usize * value.len()];
+        fill(&mut data, value);
+        self.write_region(region, &data)
+    }
+
+    /// Apply `change` to the partly written chunk in `slot`, creating it (from what was
+    /// written to the slot whole, if anything) first; submit it once complete.
+    fn write_partial(
+        &self,
+        slot: usize,
+        chunk: Domain,
+        change: impl FnOnce(&mut PartialChunk),
+    ) -> Result<()> {
+        let mut partials = self.partials();
+        let mut partial = match partials.remove(&slot) {
+            Some(p) => p,
+            None => match self.slots.written_raw(slot, &self.layout)? {
+                Some(raw) => PartialChunk::from_raw(&self.layout, chunk, raw),
+                None => PartialChunk::empty(&self.layout, chunk),
+            },
+        };
+        change(&mut partial);
+        if partial.is_complete() {
+            drop(partials);
+            self.submit(slot, partial.into_raw(&self.layout))
+        } else {
+            partials.insert(slot, partial);
+            Ok(())
+        }
+    }
+
+    /// Copy the data staged in this writer over `out`, a buffer of `region` (raw, C order)
+    /// that already holds the stored data: read-your-writes for transactions.
+    ///
+    /// # Errors
+    /// [`Error::Format`] if a staged chunk fails to decode or an encode failed.
+    pub fn overlay_staged(&self, region: &Domain, out: &mut [u8]) -> Result<()> {
+        let Some(within) = region.intersect(&self.shard) else {
+            return Ok(());
+        };
+        let elem = self.layout.element_size();
+        let full = self.layout.chunk_shape().to_vec();
+        for chunk in self.chunk_grid.cells_meeting(&within) {
+            let piece = chunk.intersect(&within).expect("cells meet the region");
+            let slot = slot_in_shard(&self.layout, &self.shard, chunk.index().expect("indexed"));
+            let in_chunk = piece.relative_to(&chunk).expect("piece inside chunk");
+            let in_out = piece.relative_to(region).expect("piece inside region");
+            let partial = self.partials().get(&slot).cloned();
+            let raw = match partial {
+                Some(p) => {
+                    let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
+                    copy_block(
+                        out,
+                        region.shape(),
+                        in_out.origin(),
+                        &mut raw,
+                        &full,
+                        in_chunk.origin(),
+                        piece.shape(),
+                        elem,
+                    );
+                    p.overlay_onto(&self.layout, &mut raw);
+                    raw
+                }
+                None => match self.slots.written_raw(slot, &self.layout)? {
+                    Some(raw) => raw,
+                    None => continue,
+                },
+            };
+            copy_block(
+                &raw,
+                &full,
+                in_chunk.origin(),
+                out,
+                region.shape(),
+                in_out.origin(),
+                piece.shape(),
+                elem,
+            );
+        }
+        Ok(())
+    }
+
+    /// Take over everything `other` (a writer of the same shard) staged, as if it had been
+    /// written to this writer now: its whole chunks replace this writer's, its partial
+    /// chunks are laid over this writer's data.
+    ///
+    /// # Errors
+    /// [`Error::NotAnInnerChunk`] if `other` writes another shard; [`Error::Format`] if
+    /// one of its encodes failed.
+    pub fn absorb(&self, other: ShardWriter) -> Result<()> {
+        if other.key != self.key {
+            return Err(Error::NotAnInnerChunk {
+                region: Box::new(other.shard.clone()),
+                shard: Box::new(self.shard.clone()),
+                example: Box::new(self.shard.clone()),
+            });
+        }
+        let slots = other.slots.finish()?;
+        let partials = std::mem::take(&mut *other.partials());
+        for (slot, state) in slots.into_iter().enumerate() {
+            if matches!(state, Slot::Encoded(_) | Slot::Empty) {
+                self.partials().remove(&slot);
+                self.slots.set(slot, state);
+            }
+        }
+        for (slot, later) in partials {
+            let chunk = later.chunk.clone();
+            self.write_partial(slot, chunk, |p| p.absorb(&self.layout, &later))?;
+        }
+        Ok(())
+    }
+}
