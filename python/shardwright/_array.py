@@ -109,7 +109,12 @@ class Array:
             )
         if within.ndim != self.ndim:
             raise ShapeError(f"within has rank {within.ndim}, the array {self.ndim}")
-        return within.origin, within.shape
+        # Clip to the array here (exact integers): the cells met are the same, and the
+        # engine never sees coordinates past the array (whose sums could overflow u64).
+        inside = within.intersect(Domain((0,) * self.ndim, self._shape))
+        if inside is None:
+            return (0,) * self.ndim, (0,) * self.ndim
+        return inside.origin, inside.shape
 
     def iter_shards(self, within: Within = None) -> Iterator[Domain]:
         """The shards (for an unsharded array, the chunks) in C order, clipped to the
@@ -126,18 +131,27 @@ class Array:
         for origin, shape, index in self._core.iter_chunks(self._within(within)):
             yield make(origin, shape, index)
 
+    def _check_shard_index(self, index: tuple[int, ...]) -> None:
+        if len(index) != self.ndim:
+            raise BoundsError(f"shard index {index} does not have the array's rank {self.ndim}")
+        grid = tuple(-(-n // s) for n, s in zip(self._shape, self._shard_shape))
+        if any(not 0 <= i < g for i, g in zip(index, grid)):
+            raise BoundsError(f"shard index {index} is outside the shard grid {grid}")
+
     def _shard_index(self, shard: Domain | Sequence[int]) -> tuple[int, ...]:
         if isinstance(shard, Domain):
-            if shard.index is not None:
-                return shard.index
+            # Derive the index from the box (a Domain's own index may be that of another
+            # grid, e.g. an inner chunk's), then check the box is that shard.
+            if shard.ndim != self.ndim:
+                raise BoundsError(f"{shard!r} does not have the array's rank {self.ndim}")
             index = tuple(o // s for o, s in zip(shard.origin, self._shard_shape))
+            self._check_shard_index(index)
             expected = Domain(*self._core.shard(list(index)))
             if expected != shard:
                 raise BoundsError(f"{shard!r} is not a shard; the shard there is {expected!r}")
             return index
         index = tuple(shard)
-        if len(index) != self.ndim:
-            raise BoundsError(f"shard index {index} does not have the array's rank {self.ndim}")
+        self._check_shard_index(index)
         return index
 
     def write_shard(
@@ -151,8 +165,6 @@ class Array:
         the encoder threads).
         """
         index = self._shard_index(shard)
-        if any(i < 0 for i in index):
-            raise BoundsError(f"shard index {index} is outside the shard grid")
         core = self._core.shard_writer(list(index), max_in_flight)
         return ShardWriter(core, self._dtype, self._shape)
 

@@ -36,5 +36,10 @@ class ConflictError(ShardwrightError):
     """Another writer changed a shard this one was merging with; the message names the key."""
 
 
+class TransactionTooLarge(ShardwrightError, MemoryError):
+    """A transaction's staged data would pass its ``memory_limit``; the message gives both
+    figures. Nothing is stored (shards already committed early stay stored)."""
+
+
 class ArrayNotFoundError(ShardwrightError, FileNotFoundError):
     """No Zarr array (no ``zarr.json``) where one was expected."""

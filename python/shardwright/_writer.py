@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._domain import Domain
-from ._errors import DTypeError, ShapeError
+from ._errors import BoundsError, DTypeError, ShapeError
 
 _SCALARS = (bool, int, float, complex, np.generic)
 
@@ -110,6 +110,9 @@ class ShardWriter:
         """Write one inner chunk: ``data`` is an array of ``chunk.shape`` or a scalar."""
         if not isinstance(chunk, Domain):
             chunk = Domain.from_slices(_as_tuple(chunk), self._array_shape)
+        if chunk.ndim == self._shard.ndim and chunk not in self._shard:
+            # Checked here with exact integers: the engine's u64 coordinates could overflow.
+            raise BoundsError(f"{chunk!r} is not inside the shard {self._shard!r}")
         value = coerce(data, self._dtype, chunk.shape)
         if isinstance(value, bytes):
             self._core.write_value(chunk.origin, chunk.shape, value)

@@ -18,7 +18,7 @@ fn writes_split_across_shards_are_stored_once_each_and_nothing_before_commit() {
     let array = array(store.clone(), vec![16, 16]);
     let tx = Transaction::new(array.clone(), TransactionOptions::default());
     let a = Domain::new(vec![2, 2], vec![12, 12]);
-    tx.write(&a, &vec![1; 144]).unwrap();
+    tx.write(&a, &[1; 144]).unwrap();
     let b = Domain::new(vec![6, 6], vec![4, 4]);
     tx.write_value(&b, &[2]).unwrap();
     assert_eq!(store.counts().puts, 0);
