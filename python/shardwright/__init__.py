@@ -24,8 +24,10 @@ from ._errors import (
     DTypeError,
     ShapeError,
     ShardwrightError,
+    TransactionTooLarge,
     UnsupportedError,
 )
+from ._txn import Transaction
 from ._writer import ShardWriter
 
 __version__ = "0.1.0"
@@ -41,6 +43,8 @@ __all__ = [
     "ShapeError",
     "ShardWriter",
     "ShardwrightError",
+    "Transaction",
+    "TransactionTooLarge",
     "UnsupportedError",
     "__version__",
     "create",

@@ -20,6 +20,7 @@ from . import _core
 from ._domain import Domain
 from ._errors import ArrayNotFoundError, BoundsError, ShapeError, UnsupportedError
 from ._indexing import parse_key
+from ._txn import Transaction
 from ._writer import ShardWriter
 
 Within = Domain | tuple[slice, ...] | None
@@ -155,18 +156,42 @@ class Array:
         return index
 
     def write_shard(
-        self, shard: Domain | Sequence[int], *, max_in_flight: int | None = None
+        self,
+        shard: Domain | Sequence[int],
+        *,
+        max_in_flight: int | None = None,
+        retries: int = 10,
+        overwrite_corrupt: bool = False,
     ) -> ShardWriter:
         """A :class:`ShardWriter` for ``shard``: a Domain from :meth:`iter_shards` or a
         shard grid index. Use it as a (sync or async) context manager: the shard is
         stored with one put when the block exits, and nothing is stored if it raises.
 
-        ``max_in_flight`` bounds the raw chunks waiting for the encoders (default: twice
-        the encoder threads).
+        ``w[region] = data`` also takes any region inside the shard; inner chunks covered
+        only in part are completed at commit from the stored shard, which is then read
+        once. Such a merge is conditional: if another writer changed the shard meanwhile,
+        it is re-read and re-merged, up to ``retries`` times, then :class:`ConflictError`.
+        ``overwrite_corrupt=True`` rewrites a stored shard that is corrupt instead of
+        raising :class:`CorruptShardError`. ``max_in_flight`` bounds the raw chunks
+        waiting for the encoders (default: twice the encoder threads).
         """
         index = self._shard_index(shard)
-        core = self._core.shard_writer(list(index), max_in_flight)
+        core = self._core.shard_writer(list(index), max_in_flight, retries, overwrite_corrupt)
         return ShardWriter(core, self._dtype, self._shape)
+
+    def transaction(
+        self,
+        memory_limit: int | None = None,
+        early_commit: bool = False,
+        *,
+        retries: int = 10,
+        overwrite_corrupt: bool = False,
+    ) -> Transaction:
+        """A :class:`Transaction`: write any regions (``tx[key] = data``), read them back
+        (``tx[key]``), and store every touched shard once when the block exits. See
+        :class:`Transaction` for ``memory_limit`` and ``early_commit``."""
+        core = self._core.transaction(memory_limit, early_commit, retries, overwrite_corrupt)
+        return Transaction(core, self)
 
     def read(self, region: Domain) -> np.ndarray:
         """The elements of ``region`` as a new numpy array of its shape."""

@@ -61,3 +61,22 @@ def parse_key(key: Any, shape: tuple[int, ...]) -> tuple[Domain, tuple[slice | i
             extent.append(1)
             local.append(0)
     return Domain(origin, extent), tuple(local)
+
+
+def parse_write_key(key: Any, shape: tuple[int, ...]) -> tuple[Domain, tuple[int, ...]]:
+    """The region a write to ``array[key]`` covers, and the shape numpy gives
+    ``array[key]`` (what the data must have). Slices need a step of 1.
+
+    >>> parse_write_key((2, slice(1, 4)), (5, 6))
+    (Domain(origin=(2, 1), shape=(1, 3)), (3,))
+    """
+    if isinstance(key, Domain):
+        return key, key.shape
+    region, local = parse_key(key, shape)
+    result = []
+    for axis, k in enumerate(local):
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                raise ShapeError(f"writes need slices with step 1; axis {axis} has {k.step}")
+            result.append(region.shape[axis])
+    return region, tuple(result)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ._domain import Domain
 from ._errors import BoundsError, DTypeError, ShapeError
+from ._indexing import parse_write_key
 
 _SCALARS = (bool, int, float, complex, np.generic)
 
@@ -55,7 +56,7 @@ class ShardWriter:
     ...               chunks=(4, 4), shards=(8, 8))
     >>> with a.write_shard((0, 0)) as w:
     ...     for c in w.inner_chunks():
-    ...         w[c] = np.full(c.shape, c.index[0] + 1)
+    ...         w[c] = np.full(c.shape, c.index[0] + 1, dtype="uint8")
     >>> w.stats["puts"], w.stats["gets"], w.stats["chunks_written"]
     (1, 0, 4)
     >>> int(a[7, 0])
@@ -88,6 +89,9 @@ class ShardWriter:
         if self._stats is not None:
             return dict(self._stats)
         keys = (
+            "conflicts",
+            "chunks_partial",
+            "chunks_decoded",
             "puts",
             "gets",
             "deletes",
@@ -106,18 +110,23 @@ class ShardWriter:
         for origin, shape, index in self._core.inner_chunks():
             yield make(origin, shape, index)
 
-    def __setitem__(self, chunk: Domain | tuple[slice, ...], data: Any) -> None:
-        """Write one inner chunk: ``data`` is an array of ``chunk.shape`` or a scalar."""
-        if not isinstance(chunk, Domain):
-            chunk = Domain.from_slices(_as_tuple(chunk), self._array_shape)
-        if chunk.ndim == self._shard.ndim and chunk not in self._shard:
+    def __setitem__(self, key: Any, data: Any) -> None:
+        """Write an inner chunk (a Domain from :meth:`inner_chunks`) or any region inside
+        the shard (a Domain, or numpy basic indexing in array coordinates: integers,
+        slices of step 1, Ellipsis). ``data``: an array of the region's shape (as numpy
+        gives ``array[key]``) or a scalar. Inner chunks covered only in part are completed
+        at commit from the stored chunk (or the fill value)."""
+        region, shape = parse_write_key(key, self._array_shape)
+        if region.ndim == self._shard.ndim and region not in self._shard:
             # Checked here with exact integers: the engine's u64 coordinates could overflow.
-            raise BoundsError(f"{chunk!r} is not inside the shard {self._shard!r}")
-        value = coerce(data, self._dtype, chunk.shape)
+            raise BoundsError(f"{region!r} is not inside the shard {self._shard!r}")
+        value = coerce(data, self._dtype, shape)
         if isinstance(value, bytes):
-            self._core.write_value(chunk.origin, chunk.shape, value)
+            self._core.write_value(region.origin, region.shape, value)
         else:
-            self._core.write(chunk.origin, chunk.shape, value)
+            if value.shape != region.shape:
+                value = value.reshape(region.shape)
+            self._core.write(region.origin, region.shape, value)
 
     def commit(self) -> dict[str, int]:
         """Wait for the encodes and store the shard (one put). Returns :attr:`stats`."""
@@ -161,7 +170,3 @@ class ShardWriter:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<ShardWriter {self._shard!r} {state}>"
-
-
-def _as_tuple(key: Any) -> tuple[Any, ...]:
-    return key if isinstance(key, tuple) else (key,)

@@ -7,10 +7,11 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use shardwright::layout::{ArraySpec, Compressor, IndexLocation};
-use shardwright::{Array, Domain, FilesystemStore, WriterOptions};
+use shardwright::{Array, Domain, FilesystemStore, Transaction, TransactionOptions, WriterOptions};
 
 use crate::errors::{error, guard, IntoPy};
 use crate::grid::PyGridIter;
+use crate::txn::PyTransaction;
 use crate::writer::PyShardWriter;
 
 /// An array on a local filesystem (its folder is the store root).
@@ -21,7 +22,24 @@ pub(crate) struct PyArray {
 }
 
 fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
-    Domain::try_new(origin, shape).map_err(|e| error(e.to_string()))
+    Domain::try_new(origin, shape)
+        .map_err(shardwright::Error::from)
+        .py()
+}
+
+fn writer_options(
+    max_in_flight: Option<usize>,
+    retries: Option<u32>,
+    overwrite_corrupt: bool,
+) -> WriterOptions {
+    let mut options = WriterOptions::default().overwrite_corrupt(overwrite_corrupt);
+    if let Some(n) = max_in_flight {
+        options = options.max_in_flight(n);
+    }
+    if let Some(r) = retries {
+        options = options.retries(r);
+    }
+    options
 }
 
 fn within(array: &Array, region: Option<(Vec<u64>, Vec<u64>)>) -> PyResult<Domain> {
@@ -153,27 +171,47 @@ impl PyArray {
     }
 
     /// A writer for the shard at grid index `index`.
-    #[pyo3(signature = (index, max_in_flight=None))]
+    #[pyo3(signature = (index, max_in_flight=None, retries=None, overwrite_corrupt=false))]
     fn shard_writer(
         &self,
         index: Vec<u64>,
         max_in_flight: Option<usize>,
+        retries: Option<u32>,
+        overwrite_corrupt: bool,
     ) -> PyResult<PyShardWriter> {
         guard(|| {
             let shard = self.inner.shard(&index).py()?;
-            let array = match max_in_flight {
-                Some(n) => self
-                    .inner
-                    .clone()
-                    .with_options(WriterOptions::default().max_in_flight(n)),
-                None => self.inner.clone(),
-            };
-            let writer = array.shard_writer(&shard).py()?;
+            let options = writer_options(max_in_flight, retries, overwrite_corrupt);
+            let writer = self
+                .inner
+                .clone()
+                .with_options(options)
+                .shard_writer(&shard)
+                .py()?;
             Ok(PyShardWriter::new(
                 writer,
                 self.inner.layout().element_size(),
             ))
         })
+    }
+
+    /// A transaction over the array.
+    #[pyo3(signature = (memory_limit=None, early_commit=false, retries=None, overwrite_corrupt=false))]
+    fn transaction(
+        &self,
+        memory_limit: Option<u64>,
+        early_commit: bool,
+        retries: Option<u32>,
+        overwrite_corrupt: bool,
+    ) -> PyTransaction {
+        let mut options = TransactionOptions::default()
+            .early_commit(early_commit)
+            .writer(writer_options(None, retries, overwrite_corrupt));
+        if let Some(limit) = memory_limit {
+            options = options.memory_limit(limit);
+        }
+        let tx = Transaction::new(self.inner.clone(), options);
+        PyTransaction::new(tx, self.inner.layout().element_size())
     }
 
     /// Read a region as a flat uint8 numpy array of its raw elements.

@@ -8,6 +8,7 @@
 mod array;
 mod errors;
 mod grid;
+mod txn;
 mod writer;
 
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<writer::PyShardWriter>()?;
     m.add_class::<grid::PyGridIter>()?;
+    m.add_class::<txn::PyTransaction>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     Ok(())

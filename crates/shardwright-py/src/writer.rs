@@ -19,6 +19,12 @@ pub(crate) struct PyShardWriter {
 }
 
 impl PyShardWriter {
+    /// Take the engine writer out (the Python writer is closed after).
+    pub(crate) fn take(&mut self) -> PyResult<ShardWriter> {
+        self.open()?;
+        Ok(self.inner.take().expect("checked open"))
+    }
+
     pub(crate) fn new(inner: ShardWriter, element_size: usize) -> Self {
         Self {
             shard: inner.shard().clone(),
@@ -38,7 +44,59 @@ impl PyShardWriter {
 }
 
 fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
-    Domain::try_new(origin, shape).map_err(|e| error(e.to_string()))
+    Domain::try_new(origin, shape)
+        .map_err(shardwright::Error::from)
+        .py()
+}
+
+/// Copy a numpy array of `region`'s shape into C-ordered raw bytes (the one copy), with
+/// the GIL held.
+pub(crate) fn gather(
+    data: &Bound<'_, PyUntypedArray>,
+    region: &Domain,
+    element_size: usize,
+) -> PyResult<Vec<u8>> {
+    let itemsize = data.dtype().itemsize();
+    if itemsize != element_size {
+        return Err(error(format!(
+            "data has {itemsize}-byte elements, expected {element_size}"
+        )));
+    }
+    let data_shape: Vec<u64> = data.shape().iter().map(|s| *s as u64).collect();
+    if data_shape != region.shape() {
+        return Err(error(format!(
+            "data has shape {data_shape:?}, expected {:?}",
+            region.shape()
+        )));
+    }
+    let mut raw = vec![0u8; region.size() as usize * itemsize];
+    // SAFETY: the array is alive and the GIL is held for the whole copy; numpy
+    // guarantees every element inside its shape and strides is readable.
+    unsafe {
+        let base = (*data.as_array_ptr()).fields.data as *const u8;
+        gather_strided(base, &data_shape, data.strides(), itemsize, &mut raw);
+    }
+    Ok(raw)
+}
+
+/// Commit statistics as a Python dict.
+pub(crate) fn stats_dict<'py>(
+    py: Python<'py>,
+    stats: &shardwright::CommitStats,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("puts", stats.puts)?;
+    dict.set_item("gets", stats.gets)?;
+    dict.set_item("deletes", stats.deletes)?;
+    dict.set_item("bytes_read", stats.bytes_read)?;
+    dict.set_item("bytes_written", stats.bytes_written)?;
+    dict.set_item("chunks_written", stats.chunks_written)?;
+    dict.set_item("chunks_empty", stats.chunks_empty)?;
+    dict.set_item("chunks_partial", stats.chunks_partial)?;
+    dict.set_item("chunks_decoded", stats.chunks_decoded)?;
+    dict.set_item("chunks_kept", stats.chunks_kept)?;
+    dict.set_item("conflicts", stats.conflicts)?;
+    Ok(dict)
 }
 
 #[pymethods]
@@ -68,8 +126,8 @@ impl PyShardWriter {
         Ok(PyGridIter::new(self.open()?.inner_chunks()))
     }
 
-    /// Write one inner chunk from a numpy array whose dtype already matches the array's
-    /// (the Python layer casts). Any memory layout is accepted.
+    /// Write one region (an inner chunk, or any box inside the shard) from a numpy array
+    /// whose dtype already matches the array's (the Python layer casts); any memory layout.
     fn write(
         &self,
         py: Python<'_>,
@@ -79,36 +137,13 @@ impl PyShardWriter {
     ) -> PyResult<()> {
         guard(|| {
             let writer = self.open()?;
-            let chunk = domain(origin, shape)?;
-            let itemsize = data.dtype().itemsize();
-            if itemsize != self.element_size {
-                return Err(error(format!(
-                    "data has {itemsize}-byte elements, expected {}",
-                    self.element_size
-                )));
-            }
-            let data_shape: Vec<u64> = data.shape().iter().map(|s| *s as u64).collect();
-            if data_shape != chunk.shape() {
-                return Err(shardwright::Error::DataLength {
-                    region: Box::new(chunk.clone()),
-                    shape: chunk.shape().to_vec(),
-                    expected: chunk.size() as usize * self.element_size,
-                    got: data.len() * itemsize,
-                })
-                .py();
-            }
-            let mut raw = vec![0u8; chunk.size() as usize * itemsize];
-            // SAFETY: the array is alive and the GIL is held for the whole copy; numpy
-            // guarantees every element inside its shape and strides is readable.
-            unsafe {
-                let base = (*data.as_array_ptr()).fields.data as *const u8;
-                gather_strided(base, &data_shape, data.strides(), itemsize, &mut raw);
-            }
-            py.detach(|| writer.write_chunk_owned(&chunk, raw)).py()
+            let region = domain(origin, shape)?;
+            let raw = gather(data, &region, self.element_size)?;
+            py.detach(|| writer.write_owned(&region, raw)).py()
         })
     }
 
-    /// Write one inner chunk whose every element is `value` (one element's bytes).
+    /// Write `value` (one element's bytes) to every element of a region.
     fn write_value(
         &self,
         py: Python<'_>,
@@ -118,8 +153,8 @@ impl PyShardWriter {
     ) -> PyResult<()> {
         guard(|| {
             let writer = self.open()?;
-            let chunk = domain(origin, shape)?;
-            py.detach(|| writer.write_chunk_value(&chunk, value)).py()
+            let region = domain(origin, shape)?;
+            py.detach(|| writer.write_region_value(&region, value)).py()
         })
     }
 
@@ -129,16 +164,7 @@ impl PyShardWriter {
             self.open()?;
             let writer = self.inner.take().expect("checked open");
             let stats = py.detach(|| writer.commit()).py()?;
-            let dict = PyDict::new(py);
-            dict.set_item("puts", stats.puts)?;
-            dict.set_item("gets", stats.gets)?;
-            dict.set_item("deletes", stats.deletes)?;
-            dict.set_item("bytes_read", stats.bytes_read)?;
-            dict.set_item("bytes_written", stats.bytes_written)?;
-            dict.set_item("chunks_written", stats.chunks_written)?;
-            dict.set_item("chunks_empty", stats.chunks_empty)?;
-            dict.set_item("chunks_kept", stats.chunks_kept)?;
-            Ok(dict)
+            stats_dict(py, &stats)
         })
     }
 

@@ -102,7 +102,9 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Domain(DomainError::OutOfBounds { .. }) => ErrorKind::Bounds,
+            Error::Domain(DomainError::OutOfBounds { .. } | DomainError::Overflow { .. }) => {
+                ErrorKind::Bounds
+            }
             Error::Domain(_) | Error::DataLength { .. } | Error::NotAnInnerChunk { .. } => {
                 ErrorKind::Shape
             }

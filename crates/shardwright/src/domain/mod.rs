@@ -40,6 +40,14 @@ pub enum DomainError {
         /// The box it must lie in.
         bounds: Box<Domain>,
     },
+    /// A box whose end does not fit in 64 bits.
+    #[error("box with origin {origin:?} and shape {shape:?} ends past 2^64")]
+    Overflow {
+        /// The origin given.
+        origin: Vec<u64>,
+        /// The shape given.
+        shape: Vec<u64>,
+    },
     /// A grid cell shape has a zero extent.
     #[error("grid cell shape {0:?} has a zero extent")]
     ZeroCell(Vec<u64>),
@@ -102,8 +110,8 @@ impl Domain {
     /// A box from its origin and shape.
     ///
     /// # Panics
-    /// Panics if `origin` and `shape` differ in length; use [`Domain::try_new`] for input
-    /// that is not known to be well formed.
+    /// Panics if `origin` and `shape` differ in length or the box ends past `u64::MAX`;
+    /// use [`Domain::try_new`] for input that is not known to be well formed.
     ///
     /// ```
     /// let d = shardwright::domain::Domain::new(vec![1, 2], vec![3, 4]);
@@ -122,13 +130,21 @@ impl Domain {
     /// ```
     ///
     /// # Errors
-    /// [`DomainError::Rank`] when `origin` and `shape` differ in length.
+    /// [`DomainError::Rank`] when `origin` and `shape` differ in length,
+    /// [`DomainError::Overflow`] when the box ends past `u64::MAX`.
     pub fn try_new(origin: Vec<u64>, shape: Vec<u64>) -> Result<Self, DomainError> {
         if origin.len() != shape.len() {
             return Err(DomainError::Rank {
                 expected: origin.len(),
                 got: shape.len(),
             });
+        }
+        if origin
+            .iter()
+            .zip(&shape)
+            .any(|(o, s)| o.checked_add(*s).is_none())
+        {
+            return Err(DomainError::Overflow { origin, shape });
         }
         Ok(Self {
             origin,
@@ -257,7 +273,7 @@ impl Domain {
             .zip(offset)
             .map(|(&o, &d)| o.checked_add_signed(d))
             .collect::<Option<Vec<u64>>>()?;
-        Some(Domain::new(origin, self.shape.clone()))
+        Domain::try_new(origin, self.shape.clone()).ok()
     }
 
     /// The box expressed relative to `base`'s origin; it must lie at or after that origin.

@@ -357,7 +357,7 @@ impl ShardWriter {
     }
 
     /// The slot of `chunk`, which must be one of the shard's inner chunks.
-    fn slot_of(&self, chunk: &Domain) -> Result<usize> {
+    pub(super) fn slot_of(&self, chunk: &Domain) -> Result<usize> {
         chunk.check_inside(&self.shard)?;
         let shape = self.layout.chunk_shape();
         let index: Vec<u64> = chunk

@@ -71,7 +71,22 @@ impl ShardWriter {
         Ok(())
     }
 
-    /// Write `value` (one element's native-endian bytes) to every element of `region`.
+    /// Write `region` from an owned buffer: one of the shard's inner chunks takes the
+    /// no-copy path of [`write_chunk_owned`](Self::write_chunk_owned), any other region
+    /// goes through [`write_region`](Self::write_region).
+    ///
+    /// # Errors
+    /// As [`write_region`](Self::write_region).
+    pub fn write_owned(&self, region: &Domain, data: Vec<u8>) -> Result<()> {
+        if self.slot_of(region).is_ok() {
+            self.write_chunk_owned(region, data)
+        } else {
+            self.write_region(region, &data)
+        }
+    }
+
+    /// Write `value` (one element's bytes) to every element of `region`; an inner chunk of
+    /// the fill value costs nothing to encode.
     ///
     /// # Errors
     /// As [`write_region`](Self::write_region).
@@ -83,6 +98,9 @@ impl ShardWriter {
                 expected: self.layout.element_size(),
                 got: value.len(),
             });
+        }
+        if self.slot_of(region).is_ok() {
+            return self.write_chunk_value(region, value);
         }
         region.check_inside(&self.shard)?;
         let mut data = vec![0u8; region.size() as usize * value.len()];
