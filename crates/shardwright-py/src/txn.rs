@@ -32,7 +32,7 @@ impl PyTransaction {
 
 fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
     Domain::try_new(origin, shape)
-        .map_err(|e| shardwright::Error::from(e))
+        .map_err(shardwright::Error::from)
         .py()
 }
 
