@@ -87,3 +87,65 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+fn exercise_conditional(store: &dyn Store) {
+    store.put_if("k/v", &[b"one"], None).unwrap();
+    assert!(matches!(
+        store.put_if("k/v", &[b"two"], None),
+        Err(StoreError::Conflict { .. })
+    ));
+    let (bytes, version) = store.get_versioned("k/v").unwrap().unwrap();
+    assert_eq!(bytes, b"one");
+    store.put_if("k/v", &[b"two"], Some(&version)).unwrap();
+    assert!(matches!(
+        store.put_if("k/v", &[b"three"], Some(&version)),
+        Err(StoreError::Conflict { .. })
+    ));
+    store.put("k/v", &[b"four"]).unwrap();
+    let (bytes, newer) = store.get_versioned("k/v").unwrap().unwrap();
+    assert_eq!(bytes, b"four");
+    assert_ne!(
+        newer, version,
+        "an unconditional put changes the version too"
+    );
+    assert!(store.get_versioned("k/none").unwrap().is_none());
+}
+
+#[test]
+fn conditional_puts_check_the_version() {
+    exercise_conditional(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    exercise_conditional(&FilesystemStore::new(dir.path()));
+}
+
+/// Threads incrementing a counter with read-modify-conditional-write never lose one.
+fn counter_race(store: Arc<dyn Store>) {
+    store.put("c/n", &[&0u64.to_le_bytes()]).unwrap();
+    let successes = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    let (bytes, version) = store.get_versioned("c/n").unwrap().unwrap();
+                    let n = u64::from_le_bytes(bytes.try_into().unwrap());
+                    match store.put_if("c/n", &[&(n + 1).to_le_bytes()], Some(&version)) {
+                        Ok(()) => {
+                            successes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(StoreError::Conflict { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            });
+        }
+    });
+    let n = u64::from_le_bytes(store.get("c/n").unwrap().unwrap().try_into().unwrap());
+    assert_eq!(n, successes.into_inner());
+}
+
+#[test]
+fn racing_conditional_puts_lose_no_update() {
+    counter_race(Arc::new(MemoryStore::new()));
+    let dir = tempfile::tempdir().unwrap();
+    counter_race(Arc::new(FilesystemStore::new(dir.path())));
+}
