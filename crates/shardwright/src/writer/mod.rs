@@ -254,6 +254,16 @@ impl ShardWriter {
     /// As [`write_chunk`](Self::write_chunk).
     pub fn write_chunk_owned(&self, chunk: &Domain, data: Vec<u8>) -> Result<()> {
         let slot = self.slot_of(chunk)?;
+        self.write_slot_owned(slot, chunk, data)
+    }
+
+    /// [`write_chunk_owned`](Self::write_chunk_owned) once the slot is known.
+    pub(super) fn write_slot_owned(
+        &self,
+        slot: usize,
+        chunk: &Domain,
+        data: Vec<u8>,
+    ) -> Result<()> {
         self.check_len(chunk, data.len())?;
         let raw = if chunk.shape() == self.layout.chunk_shape() {
             data
@@ -359,22 +369,26 @@ impl ShardWriter {
     /// The slot of `chunk`, which must be one of the shard's inner chunks.
     pub(super) fn slot_of(&self, chunk: &Domain) -> Result<usize> {
         chunk.check_inside(&self.shard)?;
-        let shape = self.layout.chunk_shape();
-        let index: Vec<u64> = chunk
-            .origin()
-            .iter()
-            .zip(shape)
-            .map(|(o, c)| o / c)
-            .collect();
-        let cell = self.chunk_grid.cell(&index)?;
-        if &cell != chunk {
-            return Err(Error::NotAnInnerChunk {
-                region: Box::new(chunk.clone()),
-                shard: Box::new(self.shard.clone()),
-                example: Box::new(cell),
-            });
+        // On the hot path: no allocation unless the chunk is not an inner chunk.
+        let (cs, shape, cps) = (
+            self.layout.chunk_shape(),
+            self.layout.shape(),
+            self.layout.chunks_per_shard(),
+        );
+        let mut slot = 0u64;
+        for d in 0..cs.len() {
+            let o = chunk.origin()[d];
+            if o % cs[d] != 0 || chunk.shape()[d] != cs[d].min(shape[d] - o) {
+                let index: Vec<u64> = chunk.origin().iter().zip(cs).map(|(o, c)| o / c).collect();
+                return Err(Error::NotAnInnerChunk {
+                    region: Box::new(chunk.clone()),
+                    shard: Box::new(self.shard.clone()),
+                    example: Box::new(self.chunk_grid.cell(&index)?),
+                });
+            }
+            slot = slot * cps[d] + (o - self.shard.origin()[d]) / cs[d];
         }
-        Ok(slot_in_shard(&self.layout, &self.shard, &index))
+        Ok(slot as usize)
     }
 
     /// A full inner chunk of the fill value with `data` (of `chunk`'s clipped shape) at

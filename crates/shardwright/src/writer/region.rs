@@ -78,8 +78,8 @@ impl ShardWriter {
     /// # Errors
     /// As [`write_region`](Self::write_region).
     pub fn write_owned(&self, region: &Domain, data: Vec<u8>) -> Result<()> {
-        if self.slot_of(region).is_ok() {
-            self.write_chunk_owned(region, data)
+        if let Ok(slot) = self.slot_of(region) {
+            self.write_slot_owned(slot, region, data)
         } else {
             self.write_region(region, &data)
         }
