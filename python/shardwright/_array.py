@@ -176,6 +176,10 @@ class Array:
         waiting for the encoders (default: twice the encoder threads).
         """
         index = self._shard_index(shard)
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
+        if retries < 0:
+            raise ValueError(f"retries must not be negative, got {retries}")
         core = self._core.shard_writer(list(index), max_in_flight, retries, overwrite_corrupt)
         return ShardWriter(core, self._dtype, self._shape)
 

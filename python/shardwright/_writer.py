@@ -28,7 +28,10 @@ def coerce(data: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray | b
             raise DTypeError(
                 f"cannot cast {type(value).__name__} {value!r} to the array's dtype {dtype}"
             )
-        return np.asarray(value, dtype=dtype).tobytes()
+        try:
+            return np.asarray(value, dtype=dtype).tobytes()
+        except OverflowError as err:
+            raise DTypeError(f"{value!r} does not fit in the array's dtype {dtype}") from err
     array = np.asarray(data)
     if array.dtype != dtype:
         if not np.can_cast(array.dtype, dtype, "same_kind"):

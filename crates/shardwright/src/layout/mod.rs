@@ -43,6 +43,12 @@ use crate::domain::{Domain, Grid};
 /// The highest rank supported.
 pub const MAX_RANK: usize = 8;
 
+/// The most inner chunks one shard may hold (its index is then 256 MiB).
+pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 24;
+
+/// The largest raw inner chunk supported, in bytes.
+pub const MAX_RAW_CHUNK_BYTES: u64 = 1 << 34;
+
 const INNER_CODECS: &[&str] = &["bytes", "transpose", "zstd", "blosc", "gzip", "crc32c"];
 const INDEX_CODECS: &[&str] = &["bytes", "crc32c"];
 
@@ -239,6 +245,7 @@ impl Layout {
             .zip(&chunk_shape)
             .map(|(s, c)| s / c)
             .collect();
+        check_sizes(&chunks_per_shard, &chunk_shape, element_size)?;
         let chunk_shape_nz: Vec<NonZeroU64> = chunk_shape
             .iter()
             .map(|c| NonZeroU64::new(*c).expect("checked non-zero"))
@@ -393,6 +400,32 @@ impl Layout {
     pub fn shard_key(&self, shard_index: &[u64]) -> String {
         self.key_encoding.encode(shard_index).as_str().to_string()
     }
+}
+
+/// Refuse shards and chunks too large to hold in memory: one slot per inner chunk and one
+/// raw chunk per encode are allocated.
+fn check_sizes(
+    chunks_per_shard: &[u64],
+    chunk_shape: &[u64],
+    element_size: usize,
+) -> Result<(), LayoutError> {
+    let slots = chunks_per_shard
+        .iter()
+        .try_fold(1u64, |a, c| a.checked_mul(*c));
+    if slots.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
+        return Err(unsupported(format!(
+            "shards of {chunks_per_shard:?} inner chunks (at most {MAX_CHUNKS_PER_SHARD} per shard)"
+        )));
+    }
+    let raw = chunk_shape
+        .iter()
+        .try_fold(element_size as u64, |a, c| a.checked_mul(*c));
+    if raw.is_none_or(|n| n > MAX_RAW_CHUNK_BYTES) {
+        return Err(unsupported(format!(
+            "inner chunks of shape {chunk_shape:?} (at most {MAX_RAW_CHUNK_BYTES} bytes raw)"
+        )));
+    }
+    Ok(())
 }
 
 fn regular_grid_shape(grid: &MetadataV3, rank: usize) -> Result<Vec<u64>, LayoutError> {

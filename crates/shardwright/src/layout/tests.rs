@@ -121,3 +121,18 @@ fn array_spec_writes_what_zarr_python_writes() {
         .to_json()
         .is_err());
 }
+
+#[test]
+fn shards_and_chunks_too_large_to_hold_are_unsupported() {
+    // Regression: 2^40 inner chunks per shard aborted the process allocating the slots.
+    let mut v = zarr_python_default();
+    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 20, 1u64 << 20]);
+    v["codecs"][0]["configuration"]["chunk_shape"] = json!([1, 1]);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("inner chunks")));
+    let mut v = zarr_python_default();
+    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 40, 1u64 << 40]);
+    v["codecs"][0]["configuration"]["chunk_shape"] = json!([1u64 << 40, 1u64 << 40]);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("bytes raw")));
+}

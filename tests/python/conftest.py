@@ -1,0 +1,70 @@
+"""Helpers shared by the shardwright Python tests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shardwright as sw
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (relative path) mapped to the SHA-256 of its bytes."""
+    out = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def temp_files(root: Path) -> list[Path]:
+    """Leftover temporary files of the filesystem store under ``root``."""
+    return [p for p in Path(root).rglob("*") if p.name.endswith(".shardwright-tmp")]
+
+
+def reference(shape: tuple[int, ...], dtype, seed: int = 0) -> np.ndarray:
+    """Deterministic random data of ``shape`` and ``dtype`` (every value distinct enough
+    that a misplaced chunk is noticed)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -(2**30)), min(info.max, 2**30)
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+    if dtype.kind == "f":
+        return (rng.standard_normal(shape) * 1000).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    raise AssertionError(f"no reference data for {dtype}")
+
+
+def write_all(array: sw.Array, data: np.ndarray) -> list[dict[str, int]]:
+    """Write ``data`` into ``array`` shard by shard, inner chunk by inner chunk."""
+    stats = []
+    for shard in array.iter_shards():
+        with array.write_shard(shard) as w:
+            for chunk in w.inner_chunks():
+                w[chunk] = data[chunk.slices]
+        stats.append(w.stats)
+    return stats
+
+
+def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
+    """Exact equality of values (NaN equal to NaN) and of dtype."""
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> sw.Array:
+    """A (10, 7) uint16 array with (4, 4) inner chunks and (8, 8) shards: 2 x 1 shards,
+    the second and the right column of chunks clipped by the array edge."""
+    return sw.create(
+        tmp_path / "small.zarr", shape=(10, 7), dtype="uint16", chunks=(4, 4), shards=(8, 8)
+    )
