@@ -122,7 +122,8 @@ class Transaction:
             if not self.closed:
                 self.abort()
             return
-        self.commit()
+        if not self.closed:  # abort() inside the block: nothing to do
+            self.commit()
 
     async def __aenter__(self) -> Transaction:
         return self
@@ -137,7 +138,8 @@ class Transaction:
             if not self.closed:
                 self.abort()
             return
-        await asyncio.to_thread(self.commit)
+        if not self.closed:
+            await asyncio.to_thread(self.commit)
 
 
 class _StagingShardWriter(ShardWriter):

@@ -154,7 +154,8 @@ class ShardWriter:
             if not self.closed:
                 self.abort()
             return
-        self.commit()
+        if not self.closed:  # abort() inside the block: nothing to do
+            self.commit()
 
     async def __aenter__(self) -> ShardWriter:
         return self
@@ -169,7 +170,8 @@ class ShardWriter:
             if not self.closed:
                 self.abort()
             return
-        await asyncio.to_thread(self.commit)
+        if not self.closed:
+            await asyncio.to_thread(self.commit)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

@@ -7,7 +7,7 @@ use crate::domain::copy::{copy_block, fill};
 use crate::domain::Domain;
 use crate::error::Result;
 use crate::format::{chunk, shard};
-use crate::writer::slot_in_shard;
+use crate::writer::{in_shard, slot_in_shard};
 
 /// Read `region` of `array` as raw elements (C order, native endian).
 ///
@@ -63,9 +63,10 @@ fn read_in_shard(
     let layout = array.layout();
     let elem = layout.element_size();
     let index = shard_domain.index().expect("grid cells carry their index");
-    let stored = array.store().get(&array.shard_key(index))?;
+    let key = array.shard_key(index);
+    let stored = array.store().get(&key)?;
     let ranges = match (&stored, layout.is_sharded()) {
-        (Some(bytes), true) => Some(shard::split(layout, bytes)?),
+        (Some(bytes), true) => Some(shard::split(layout, bytes).map_err(|e| in_shard(e, &key))?),
         (Some(bytes), false) => Some(vec![Some(0..bytes.len())]),
         (None, _) => None,
     };
@@ -79,7 +80,8 @@ fn read_in_shard(
         let range = ranges.as_ref().and_then(|r| r[slot].clone());
         match (range, &stored) {
             (Some(range), Some(shard_bytes)) => {
-                let raw = chunk::decode(layout, &shard_bytes[range])?;
+                let raw =
+                    chunk::decode(layout, &shard_bytes[range]).map_err(|e| in_shard(e, &key))?;
                 let at = piece
                     .relative_to(&chunk_domain)
                     .expect("piece inside chunk");

@@ -202,6 +202,13 @@ fn a_merge_that_keeps_conflicting_fails_with_the_key_after_its_retries() {
         ) -> Result<(), StoreError> {
             Err(StoreError::Conflict { key: k.into() })
         }
+        fn delete_if(
+            &self,
+            k: &str,
+            _: Option<&shardwright::store::Version>,
+        ) -> Result<(), StoreError> {
+            Err(StoreError::Conflict { key: k.into() })
+        }
         fn delete(&self, k: &str) -> Result<(), StoreError> {
             self.0.delete(k)
         }

@@ -84,20 +84,13 @@ impl FilesystemStore {
                 .write(true)
                 .create_new(true)
                 .open(&temp)?;
-            for part in parts {
-                file.write_all(part)?;
-            }
+            write_all_vectored(&mut file, parts)?;
             file.sync_all()?;
             drop(file);
             let dir = File::open(&folder)?;
             dir.lock()?;
             if let Some(expected) = condition {
-                let current = match fs::metadata(&path) {
-                    Ok(m) => Some(version_of(&m)),
-                    Err(e) if e.kind() == ErrorKind::NotFound => None,
-                    Err(e) => return Err(e),
-                };
-                if current.as_ref() != expected {
+                if current_version(&path)?.as_ref() != expected {
                     conflict = true;
                     return Err(std::io::Error::other("conflict"));
                 }
@@ -187,6 +180,33 @@ impl Store for FilesystemStore {
     ) -> Result<(), StoreError> {
         self.replace(key, parts, Some(expected))
     }
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let Some(folder) = path.parent() else {
+            return Err(StoreError::InvalidKey(key.to_string()));
+        };
+        let dir = match File::open(folder) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == ErrorKind::NotFound && expected.is_none() => return Ok(()),
+            Err(e) => return Err(StoreError::io(key, e)),
+        };
+        dir.lock().map_err(|e| StoreError::io(key, e))?;
+        if current_version(&path)
+            .map_err(|e| StoreError::io(key, e))?
+            .as_ref()
+            != expected
+        {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+            });
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => dir.sync_all().map_err(|e| StoreError::io(key, e)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         let path = self.path(key)?;
         match fs::remove_file(&path) {
@@ -209,4 +229,33 @@ fn version_of(metadata: &fs::Metadata) -> Version {
         metadata.ctime(),
         metadata.ctime_nsec()
     ))
+}
+
+/// The version of the file at `path` now, or `None` if there is none.
+fn current_version(path: &Path) -> std::io::Result<Option<Version>> {
+    match fs::metadata(path) {
+        Ok(m) => Ok(Some(version_of(&m))),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write every part with as few system calls as the kernel allows (one `writev` per 1024
+/// parts, the kernel's limit of slices per call), rather than one `write` per chunk.
+fn write_all_vectored(file: &mut File, parts: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::IoSlice;
+    const MAX_SLICES: usize = 1024;
+    for group in parts.chunks(MAX_SLICES) {
+        let mut slices: Vec<IoSlice<'_>> = group.iter().map(|p| IoSlice::new(p)).collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            match file.write_vectored(rest) {
+                Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }

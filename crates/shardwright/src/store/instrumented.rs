@@ -173,6 +173,16 @@ impl Store for InstrumentedStore {
         result
     }
 
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        let result = self.inner.delete_if(key, expected);
+        let conflict = matches!(result, Err(StoreError::Conflict { .. }));
+        self.record(IoEvent::Delete(key.into()), |c| {
+            c.deletes += 1;
+            c.conflicts += u64::from(conflict);
+        });
+        result
+    }
+
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.record(IoEvent::Delete(key.into()), |c| c.deletes += 1);
         self.inner.delete(key)

@@ -101,6 +101,19 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        check_key(key)?;
+        let mut values = self.lock();
+        let current = values.get(key).map(|(_, n)| Version(n.to_string()));
+        if current.as_ref() != expected {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+            });
+        }
+        values.remove(key);
+        Ok(())
+    }
+
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         check_key(key)?;
         self.lock().remove(key);

@@ -129,6 +129,13 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`StoreError`] if the backend fails.
     fn delete(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Remove the value at `key` only if it is still `expected` (`None`: only if there is
+    /// none, which removes nothing), atomically with respect to `put_if`.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] if the value changed; nothing is removed then.
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError>;
 }
 
 /// Check that `key` is a relative path of non-empty parts other than `.` and `..`.

@@ -149,3 +149,35 @@ fn racing_conditional_puts_lose_no_update() {
     let dir = tempfile::tempdir().unwrap();
     counter_race(Arc::new(FilesystemStore::new(dir.path())));
 }
+
+fn exercise_conditional_delete(store: &dyn Store) {
+    store.delete_if("d/v", None).unwrap();
+    store.put("d/v", &[b"x"]).unwrap();
+    assert!(matches!(
+        store.delete_if("d/v", None),
+        Err(StoreError::Conflict { .. })
+    ));
+    let (_, version) = store.get_versioned("d/v").unwrap().unwrap();
+    store.put("d/v", &[b"y"]).unwrap();
+    assert!(matches!(
+        store.delete_if("d/v", Some(&version)),
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(
+        store.get("d/v").unwrap().unwrap(),
+        b"y",
+        "a newer value survives"
+    );
+    let (_, version) = store.get_versioned("d/v").unwrap().unwrap();
+    store.delete_if("d/v", Some(&version)).unwrap();
+    assert!(store.get("d/v").unwrap().is_none());
+}
+
+/// Regression: a merge that emptied a shard deleted it unconditionally, losing a
+/// concurrent writer's newer shard.
+#[test]
+fn conditional_deletes_check_the_version() {
+    exercise_conditional_delete(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    exercise_conditional_delete(&FilesystemStore::new(dir.path()));
+}

@@ -143,11 +143,7 @@ pub(super) fn commit(
             None => None,
             Some(Ok(ranges)) => Some(ranges),
             Some(Err(FormatError::Corrupt(_))) if target.options.overwrite_corrupt => None,
-            Some(Err(FormatError::Corrupt(why))) => {
-                return Err(
-                    FormatError::Corrupt(format!("stored shard '{}': {why}", target.key)).into(),
-                )
-            }
+            Some(Err(e @ FormatError::Corrupt(_))) => return Err(in_shard(e, target.key).into()),
             Some(Err(e)) => return Err(e.into()),
         };
         let stored_chunk = |slot: usize| -> Option<&[u8]> {
@@ -160,7 +156,10 @@ pub(super) fn commit(
             .par_iter()
             .map(|(&slot, partial)| {
                 let (mut base, decoded) = match stored_chunk(slot) {
-                    Some(encoded) => (chunk::decode(layout, encoded)?, true),
+                    Some(encoded) => (
+                        chunk::decode(layout, encoded).map_err(|e| in_shard(e, target.key))?,
+                        true,
+                    ),
                     None => {
                         let mut raw = vec![0u8; layout.raw_chunk_bytes()];
                         fill(&mut raw, layout.fill_value_bytes());
@@ -218,6 +217,14 @@ fn backoff(n: u32) {
     ));
 }
 
+/// The error, naming the stored shard it came from.
+pub(crate) fn in_shard(err: FormatError, key: &str) -> FormatError {
+    match err {
+        FormatError::Corrupt(why) => FormatError::Corrupt(format!("stored shard '{key}': {why}")),
+        other => other,
+    }
+}
+
 fn encoded(slot: &Slot) -> Option<&[u8]> {
     match slot {
         Slot::Encoded(bytes) => Some(bytes),
@@ -235,7 +242,12 @@ fn store(
 ) -> Result<()> {
     let (store, key) = (target.store, target.key);
     if chunks.iter().all(Option::is_none) {
-        store.delete(key)?;
+        // A merge that leaves nothing deletes only what it read: another writer's newer
+        // shard must not vanish.
+        match condition {
+            None => store.delete(key)?,
+            Some(expected) => store.delete_if(key, expected)?,
+        }
         stats.deletes += 1;
         return Ok(());
     }

@@ -43,6 +43,7 @@ mod partial;
 mod region;
 mod slots;
 
+pub(crate) use commit::in_shard;
 pub use commit::CommitStats;
 
 use std::collections::BTreeMap;
@@ -378,7 +379,7 @@ impl ShardWriter {
         let mut slot = 0u64;
         for d in 0..cs.len() {
             let o = chunk.origin()[d];
-            if o % cs[d] != 0 || chunk.shape()[d] != cs[d].min(shape[d] - o) {
+            if !o.is_multiple_of(cs[d]) || chunk.shape()[d] != cs[d].min(shape[d] - o) {
                 let index: Vec<u64> = chunk.origin().iter().zip(cs).map(|(o, c)| o / c).collect();
                 return Err(Error::NotAnInnerChunk {
                     region: Box::new(chunk.clone()),
