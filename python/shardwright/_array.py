@@ -120,14 +120,30 @@ class Array:
     def iter_shards(self, within: Within = None) -> Iterator[Domain]:
         """The shards (for an unsharded array, the chunks) in C order, clipped to the
         array; with ``within`` (a Domain or a tuple of slices), only those that meet it
-        (clipped to the array, not to ``within``)."""
+        (clipped to the array, not to ``within``).
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/s.zarr", shape=(10, 10), dtype="uint8",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> [s.index for s in a.iter_shards(within=(slice(3, 5), slice(0, 1)))]
+        [(0, 0), (1, 0)]
+        >>> list(a.iter_shards())[-1]
+        Domain(origin=(8, 8), shape=(2, 2))
+        """
         make = Domain._from_grid
         for origin, shape, index in self._core.iter_shards(self._within(within)):
             yield make(origin, shape, index)
 
     def iter_chunks(self, within: Within = None) -> Iterator[Domain]:
         """The inner chunks in C order, clipped to the array; ``within`` as in
-        :meth:`iter_shards`."""
+        :meth:`iter_shards`.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/c.zarr", shape=(5,), dtype="uint8",
+        ...               chunks=(2,), shards=(4,))
+        >>> [(c.origin, c.shape, c.index) for c in a.iter_chunks()]
+        [((0,), (2,), (0,)), ((2,), (2,), (1,)), ((4,), (1,), (2,))]
+        """
         make = Domain._from_grid
         for origin, shape, index in self._core.iter_chunks(self._within(within)):
             yield make(origin, shape, index)
@@ -174,6 +190,14 @@ class Array:
         ``overwrite_corrupt=True`` rewrites a stored shard that is corrupt instead of
         raising :class:`CorruptShardError`. ``max_in_flight`` bounds the raw chunks
         waiting for the encoders (default: twice the encoder threads).
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/w.zarr", shape=(8, 8), dtype="uint16",
+        ...               chunks=(4, 4), shards=(8, 8))
+        >>> with a.write_shard((0, 0)) as w:
+        ...     w[2:6, 3] = np.arange(4, dtype="uint16")   # a region, not chunk-aligned
+        >>> w.stats["chunks_partial"], a[2:6, 3].tolist()
+        (2, [0, 1, 2, 3])
         """
         index = self._shard_index(shard)
         if max_in_flight is not None and max_in_flight < 1:
@@ -193,17 +217,41 @@ class Array:
     ) -> Transaction:
         """A :class:`Transaction`: write any regions (``tx[key] = data``), read them back
         (``tx[key]``), and store every touched shard once when the block exits. See
-        :class:`Transaction` for ``memory_limit`` and ``early_commit``."""
+        :class:`Transaction` for ``memory_limit`` and ``early_commit``.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/x.zarr", shape=(6, 6), dtype="uint8",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> with a.transaction(memory_limit=1 << 20) as tx:
+        ...     tx[1:5, 1:5] = 7
+        >>> tx.stats["shards_written"], int(a[4, 4])
+        (4, 7)
+        """
         core = self._core.transaction(memory_limit, early_commit, retries, overwrite_corrupt)
         return Transaction(core, self)
 
     def read(self, region: Domain) -> np.ndarray:
-        """The elements of ``region`` as a new numpy array of its shape."""
+        """The elements of ``region`` as a new numpy array of its shape.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/r.zarr", shape=(4, 4), dtype="int8",
+        ...               chunks=(2, 2), fill_value=3)
+        >>> a.read(sw.Domain((1, 1), (2, 3))).tolist()
+        [[3, 3, 3], [3, 3, 3]]
+        """
         flat = self._core.read(list(region.origin), list(region.shape))
         return flat.view(self._dtype).reshape(region.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        """Read with numpy basic indexing (integers, slices, Ellipsis): ``a[3, 0:8, :]``."""
+        """Read with numpy basic indexing (integers, slices, Ellipsis): ``a[3, 0:8, :]``.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/g.zarr", shape=(4, 6), dtype="int32",
+        ...               chunks=(2, 3), shards=(4, 6))
+        >>> _ = a.map_chunks(lambda c: np.arange(c.size, dtype="int32").reshape(c.shape))
+        >>> a[1, ::2].tolist(), a[..., -1].shape
+        ([3, 5, 4], (4,))
+        """
         region, local = parse_key(key, self._shape)
         return self.read(region)[local]
 
