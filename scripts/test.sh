@@ -27,6 +27,9 @@ echo "== Python package"
 maturin develop --release --quiet
 python -m pytest tests/python python/shardwright --doctest-modules -q
 
-echo "== benchmark harness (tiny size, proves it still runs)"
+echo "== the README's first command, and the benchmarks once at a tiny size (they still run)"
+cargo run --release --quiet -p shardwright-cli -- demo
+cargo run --release --quiet -p shardwright-cli -- bench --size 64 --shards 32 --chunks 8 --repeat 1
 python benchmarks/bench.py --size tiny --repeat 1 --json "$(mktemp -d)/bench.json" >/dev/null
+python benchmarks/bench_partial.py --size tiny >/dev/null
 echo "== all tests passed"

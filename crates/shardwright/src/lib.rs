@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! # shardwright
 //!
 //! Write huge sharded Zarr v3 arrays piece by piece — inner chunk by inner chunk — with
