@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._context import CommitOnExit
 from ._domain import Domain
 from ._indexing import parse_key, parse_write_key
-from ._writer import ShardWriter, coerce
+from ._writer import ShardWriter, coerce, write_region
 
 if TYPE_CHECKING:
     from ._array import Array
 
 
-class Transaction:
+class Transaction(CommitOnExit):
     """Stages writes of any regions of an array — across any number of shards, aligned to
     inner chunks or not — and stores every touched shard once when the block exits.
 
@@ -78,13 +77,7 @@ class Transaction:
             from ._errors import BoundsError
 
             raise BoundsError(f"{region!r} is not inside the array of shape {self._array.shape}")
-        value = coerce(data, self._array.dtype, shape)
-        if isinstance(value, bytes):
-            self._core.write_value(region.origin, region.shape, value)
-        else:
-            if value.shape != region.shape:
-                value = value.reshape(region.shape)
-            self._core.write(region.origin, region.shape, value)
+        write_region(self._core, region, coerce(data, self._array.dtype, shape))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         """Read with basic indexing: the stored data with this transaction's staged data
@@ -108,38 +101,6 @@ class Transaction:
     def abort(self) -> None:
         """Drop every staged write; nothing (more) is stored."""
         self._core.abort()
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            if not self.closed:
-                self.abort()
-            return
-        if not self.closed:  # abort() inside the block: nothing to do
-            self.commit()
-
-    async def __aenter__(self) -> Transaction:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            if not self.closed:
-                self.abort()
-            return
-        if not self.closed:
-            await asyncio.to_thread(self.commit)
 
 
 class _StagingShardWriter(ShardWriter):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
+from ._context import CommitOnExit
 from ._domain import Domain
 from ._errors import BoundsError, DTypeError, ShapeError
 from ._indexing import parse_write_key
@@ -45,7 +44,17 @@ def coerce(data: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray | b
     return array
 
 
-class ShardWriter:
+def write_region(core: Any, region: Domain, value: np.ndarray | bytes) -> None:
+    """Hand ``value`` (from :func:`coerce`) for ``region`` to an engine writer."""
+    if isinstance(value, bytes):
+        core.write_value(region.origin, region.shape, value)
+    else:
+        if value.shape != region.shape:
+            value = value.reshape(region.shape)
+        core.write(region.origin, region.shape, value)
+
+
+class ShardWriter(CommitOnExit):
     """Writes the inner chunks of one shard, then stores the shard with one put.
 
     The guarantee: nothing reaches storage before :meth:`commit` (or the end of a ``with``
@@ -124,13 +133,7 @@ class ShardWriter:
             # Checked here with exact integers: the engine's u64 coordinates could overflow.
             # (Domains from the grid iterators lie in the array; the engine checks them.)
             raise BoundsError(f"{region!r} is not inside the shard {self._shard!r}")
-        value = coerce(data, self._dtype, shape)
-        if isinstance(value, bytes):
-            self._core.write_value(region.origin, region.shape, value)
-        else:
-            if value.shape != region.shape:
-                value = value.reshape(region.shape)
-            self._core.write(region.origin, region.shape, value)
+        write_region(self._core, region, coerce(data, self._dtype, shape))
 
     def commit(self) -> dict[str, int]:
         """Wait for the encodes and store the shard (one put). Returns :attr:`stats`."""
@@ -140,38 +143,6 @@ class ShardWriter:
     def abort(self) -> None:
         """Drop everything written; nothing is stored."""
         self._core.abort()
-
-    def __enter__(self) -> ShardWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            if not self.closed:
-                self.abort()
-            return
-        if not self.closed:  # abort() inside the block: nothing to do
-            self.commit()
-
-    async def __aenter__(self) -> ShardWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            if not self.closed:
-                self.abort()
-            return
-        if not self.closed:
-            await asyncio.to_thread(self.commit)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
