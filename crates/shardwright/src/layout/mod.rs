@@ -25,18 +25,20 @@
 //! ```
 
 mod create;
+mod parse;
 
 pub use create::{ArraySpec, Compressor};
+use parse::{
+    check_codec_names, check_sizes, chunk_key_encoding, codec_chain, index_spec, invalid,
+    regular_grid_shape, sharding_config, unsupported,
+};
 
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use zarrs::array::{
-    ArrayMetadataV3, ArrayToBytesCodecTraits, BytesRepresentation, ChunkKeyEncoding, CodecChain,
-    DataType, FillValue,
+    ArrayMetadataV3, ArrayToBytesCodecTraits, ChunkKeyEncoding, CodecChain, DataType, FillValue,
 };
-use zarrs::metadata::v3::MetadataV3;
-use zarrs::metadata_ext::codec::sharding::{ShardingCodecConfiguration, ShardingIndexLocation};
 
 use crate::domain::{Domain, Grid};
 
@@ -110,37 +112,6 @@ pub struct Layout {
     inner_codecs: Arc<CodecChain>,
     index: Option<IndexSpec>,
     key_encoding: ChunkKeyEncoding,
-}
-
-fn unsupported(what: impl Into<String>) -> LayoutError {
-    LayoutError::Unsupported(what.into())
-}
-
-fn invalid(what: impl Into<String>) -> LayoutError {
-    LayoutError::Invalid(what.into())
-}
-
-fn check_codec_names(
-    codecs: &[MetadataV3],
-    allowed: &[&str],
-    role: &str,
-) -> Result<(), LayoutError> {
-    for codec in codecs {
-        if !allowed.contains(&codec.name()) {
-            return Err(unsupported(format!(
-                "{role} codec '{}' (supported: {})",
-                codec.name(),
-                allowed.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn codec_chain(codecs: &[MetadataV3], role: &str) -> Result<Arc<CodecChain>, LayoutError> {
-    CodecChain::from_metadata(codecs)
-        .map(Arc::new)
-        .map_err(|e| invalid(format!("{role} codecs: {e}")))
 }
 
 impl Layout {
@@ -400,108 +371,6 @@ impl Layout {
     pub fn shard_key(&self, shard_index: &[u64]) -> String {
         self.key_encoding.encode(shard_index).as_str().to_string()
     }
-}
-
-/// Refuse shards and chunks too large to hold in memory: one slot per inner chunk and one
-/// raw chunk per encode are allocated.
-fn check_sizes(
-    chunks_per_shard: &[u64],
-    chunk_shape: &[u64],
-    element_size: usize,
-) -> Result<(), LayoutError> {
-    let slots = chunks_per_shard
-        .iter()
-        .try_fold(1u64, |a, c| a.checked_mul(*c));
-    if slots.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
-        return Err(unsupported(format!(
-            "shards of {chunks_per_shard:?} inner chunks (at most {MAX_CHUNKS_PER_SHARD} per shard)"
-        )));
-    }
-    let raw = chunk_shape
-        .iter()
-        .try_fold(element_size as u64, |a, c| a.checked_mul(*c));
-    if raw.is_none_or(|n| n > MAX_RAW_CHUNK_BYTES) {
-        return Err(unsupported(format!(
-            "inner chunks of shape {chunk_shape:?} (at most {MAX_RAW_CHUNK_BYTES} bytes raw)"
-        )));
-    }
-    Ok(())
-}
-
-fn regular_grid_shape(grid: &MetadataV3, rank: usize) -> Result<Vec<u64>, LayoutError> {
-    if grid.name() != "regular" {
-        return Err(unsupported(format!(
-            "chunk grid '{}' (only 'regular')",
-            grid.name()
-        )));
-    }
-    #[derive(serde::Deserialize)]
-    struct Regular {
-        chunk_shape: Vec<u64>,
-    }
-    let regular: Regular = grid
-        .to_typed_configuration()
-        .map_err(|e| invalid(format!("regular chunk grid: {e}")))?;
-    if regular.chunk_shape.len() != rank || regular.chunk_shape.contains(&0) {
-        return Err(invalid(format!(
-            "chunk shape {:?} does not fit an array of rank {rank}",
-            regular.chunk_shape
-        )));
-    }
-    Ok(regular.chunk_shape)
-}
-
-fn chunk_key_encoding(metadata: &MetadataV3) -> Result<ChunkKeyEncoding, LayoutError> {
-    if !matches!(metadata.name(), "default" | "v2") {
-        return Err(unsupported(format!(
-            "chunk key encoding '{}'",
-            metadata.name()
-        )));
-    }
-    ChunkKeyEncoding::from_metadata(metadata)
-        .map_err(|e| invalid(format!("chunk key encoding: {e}")))
-}
-
-fn sharding_config(
-    metadata: &MetadataV3,
-) -> Result<zarrs::metadata_ext::codec::sharding::ShardingCodecConfigurationV1, LayoutError> {
-    let config: ShardingCodecConfiguration = metadata
-        .to_typed_configuration()
-        .map_err(|e| invalid(format!("sharding_indexed configuration: {e}")))?;
-    match config {
-        ShardingCodecConfiguration::V1(config) => Ok(config),
-        _ => Err(unsupported("sharding_indexed configuration version")),
-    }
-}
-
-fn index_spec(
-    config: &zarrs::metadata_ext::codec::sharding::ShardingCodecConfigurationV1,
-    chunks_per_shard: &[u64],
-) -> Result<IndexSpec, LayoutError> {
-    let codecs = codec_chain(&config.index_codecs, "index")?;
-    let mut index_shape: Vec<NonZeroU64> = chunks_per_shard
-        .iter()
-        .map(|c| NonZeroU64::new(*c).expect("non-zero"))
-        .collect();
-    index_shape.push(NonZeroU64::new(2).expect("2 > 0"));
-    let u64_type = zarrs::array::data_type::uint64();
-    let representation = codecs
-        .encoded_representation(&index_shape, &u64_type, &FillValue::from(u64::MAX))
-        .map_err(|e| invalid(format!("index codecs: {e}")))?;
-    let BytesRepresentation::FixedSize(encoded_size) = representation else {
-        return Err(unsupported(format!(
-            "index codecs with a variable encoded size ({representation})"
-        )));
-    };
-    let location = match config.index_location {
-        ShardingIndexLocation::Start => IndexLocation::Start,
-        ShardingIndexLocation::End => IndexLocation::End,
-    };
-    Ok(IndexSpec {
-        codecs,
-        location,
-        encoded_size,
-    })
 }
 
 #[cfg(test)]
