@@ -1,0 +1,213 @@
+"""The child side of ``bench.py``: one measured case in one process
+(``bench.py --child '<json>'`` runs ``child_main``), then the read-back check of what it
+wrote. Only the standard library is imported at module level: each case imports the
+library it measures."""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _workloads import (
+    WRITES,
+    MiB,
+    chunk_boxes,
+    grid,
+    iter_chunks,
+    make_codec,
+    make_data_fn,
+    shard_boxes,
+    slabs,
+)
+
+# ---------------------------------------------------------------------------------------
+# Child: one case, one process
+# ---------------------------------------------------------------------------------------
+
+
+def _rss_bytes() -> int:
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def _maxrss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _ncores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+def _ts_context(threads: int | None) -> Any:
+    import tensorstore as ts
+
+    if threads is None:
+        return ts.Context()
+    return ts.Context(
+        {
+            "data_copy_concurrency": {"limit": threads},
+            "file_io_concurrency": {"limit": threads},
+        }
+    )
+
+
+def child_main(spec: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    case = spec["case"]
+    path = spec.get("path")
+    threads = spec.get("threads")
+    dtype = np.dtype(spec["dtype"])
+    f = make_data_fn(spec["dtype"])
+    shards = shard_boxes(spec)
+    extra: dict[str, Any] = {}
+
+    if spec.get("precomputed"):
+        full = np.empty(spec["shape"], dtype=dtype)
+        for c in iter_chunks(spec):
+            full[c.slices] = f(c)
+
+        def view(c: Any) -> Any:  # the same data: a view of the precomputed array
+            return full[c.slices]
+
+        f = view
+
+    # -- set-up (not timed) --------------------------------------------------------------
+    if case.startswith("sw_"):
+        import shardwright as sw
+
+        arr = sw.open(path)
+        threads_fn = getattr(sw._core, "num_threads", None)  # the rayon pool's size
+        extra["encoder_threads"] = threads_fn() if threads_fn else None
+    elif case.startswith("zarr_"):
+        import zarr
+
+        z = zarr.open_array(path, mode="r+")
+    elif case.startswith("ts_"):
+        import tensorstore as ts
+
+        t = ts.open(
+            {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
+            context=_ts_context(threads),
+        ).result()
+    elif case in ("zstd", "zstd1"):
+        codec = make_codec(spec)
+        n_threads = threads or _ncores()
+        tasks = slabs(spec)
+
+    # -- the timed part ------------------------------------------------------------------
+    rss_before = _rss_bytes()
+    maxrss_before = _maxrss_bytes()
+    start = time.perf_counter()
+    if case == "compute":
+        for c in iter_chunks(spec):
+            f(c)
+    elif case == "zstd1":
+        # compression only: the data are computed outside the clock, chunk by chunk
+        encode_s = 0.0
+        stored = 0
+        for c in iter_chunks(spec):
+            data = np.ascontiguousarray(f(c))
+            t0 = time.perf_counter()
+            stored += len(codec.encode(data))
+            encode_s += time.perf_counter() - t0
+        extra["stored_bytes"] = stored
+    elif case == "zstd":
+        from concurrent.futures import ThreadPoolExecutor
+
+        def slab(bounds: tuple[list[int], list[int]]) -> int:
+            chunks = grid(bounds[0], bounds[1], spec["chunks"])
+            return sum(len(codec.encode(np.ascontiguousarray(f(c)))) for c in chunks)
+
+        with ThreadPoolExecutor(n_threads) as pool:
+            extra["stored_bytes"] = sum(pool.map(slab, tasks))
+        extra["threads"] = n_threads
+    elif case == "sw_write_shard":
+        for shard in arr.iter_shards():
+            with arr.write_shard(shard) as w:
+                for c in w.inner_chunks():
+                    w[c] = f(c)
+    elif case == "sw_map_chunks":
+        stats = arr.map_chunks(f)
+        extra["puts"] = stats.get("puts")
+        extra["gets"] = stats.get("gets")
+    elif case == "zarr_chunk":
+        for shard in shards:
+            for c in chunk_boxes(spec, shard):
+                z[c.slices] = f(c)
+    elif case == "zarr_shard":
+        for shard in shards:
+            buf = np.empty(shard.shape, dtype=dtype)
+            for c in chunk_boxes(spec, shard):
+                buf[shard.local(c)] = f(c)
+            z[shard.slices] = buf
+            del buf
+    elif case == "ts_txn":
+        for shard in shards:
+            with ts.Transaction() as txn:
+                tt = t.with_transaction(txn)
+                for c in chunk_boxes(spec, shard):
+                    tt[c.slices].write(f(c)).result()
+    elif case == "ts_shard":
+        for shard in shards:
+            buf = np.empty(shard.shape, dtype=dtype)
+            for c in chunk_boxes(spec, shard):
+                buf[shard.local(c)] = f(c)
+            t[shard.slices].write(buf).result()
+            del buf
+    else:
+        raise ValueError(f"unknown case {case}")
+    seconds = time.perf_counter() - start
+    if case == "zstd1":
+        seconds = encode_s
+    peak = _maxrss_bytes()
+
+    result = {
+        "seconds": seconds,
+        "peak_rss_mib": peak / MiB,
+        "rss_before_mib": rss_before / MiB,
+        "growth_mib": max(0, peak - max(rss_before, 0)) / MiB,
+        "peak_before_mib": maxrss_before / MiB,
+        **extra,
+    }
+    # -- verification (not timed, after the peak was taken) ------------------------------
+    if WRITES[case]:
+        result.update(verify(spec, make_data_fn(spec["dtype"])))
+    return result
+
+
+def verify(spec: dict[str, Any], f: Callable[[Any], Any]) -> dict[str, Any]:
+    """Read back the first, the last and a few random inner chunks with zarr-python and
+    compare with ``f``; check that every shard was stored. Raises on any mismatch."""
+    import numpy as np
+    import zarr
+
+    path = Path(spec["path"])
+    z = zarr.open_array(str(path), mode="r")
+    if list(z.shape) != spec["shape"] or str(z.dtype) != spec["dtype"]:
+        raise AssertionError(f"array metadata changed: {z.shape} {z.dtype}")
+    every = list(iter_chunks(spec))
+    rng = random.Random(spec.get("seed", 0))
+    picks = [every[0], every[-1], *rng.sample(every, min(6, len(every)))]
+    for c in picks:
+        got = z[c.slices]
+        want = np.asarray(f(c))
+        if not np.array_equal(got, want):
+            raise AssertionError(f"chunk at {c.origin} differs from the data function")
+    shard_files = [p for p in (path / "c").rglob("*") if p.is_file()]
+    n_shards = len(shard_boxes(spec))
+    if len(shard_files) != n_shards:
+        raise AssertionError(f"{len(shard_files)} shard files stored, expected {n_shards}")
+    stored = sum(p.stat().st_size for p in shard_files)
+    return {"verified_chunks": len(picks), "stored_bytes": stored}

@@ -1,0 +1,122 @@
+"""The Python API: map_chunks."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import shardwright as sw
+from conftest import assert_same, temp_files
+
+# --------------------------------------------------------------------------------------
+# map_chunks
+# --------------------------------------------------------------------------------------
+
+
+def _chunk_value(c: sw.Domain) -> np.ndarray:
+    grid = np.indices(c.shape).sum(axis=0)
+    return (grid + 100 * c.index[0] + 10 * c.index[1]).astype("int32")
+
+
+def _expected_map(a: sw.Array) -> np.ndarray:
+    out = np.zeros(a.shape, dtype="int32")
+    for c in a.iter_chunks():
+        out[c.slices] = _chunk_value(c)
+    return out
+
+
+@pytest.mark.parametrize("workers", [None, 1, 3])
+def test_map_chunks_whole_array(tmp_path, workers):
+    a = sw.create(tmp_path / "a.zarr", shape=(20, 11), dtype="i4", chunks=(4, 3), shards=(8, 6))
+    seen = []
+    lock = threading.Lock()
+
+    def fn(c):
+        with lock:
+            seen.append(c)
+        return _chunk_value(c)
+
+    stats = a.map_chunks(fn, workers=workers)
+    assert sorted(seen, key=lambda d: d.index) == list(a.iter_chunks())
+    assert all(c.index is not None for c in seen)
+    assert stats["shards_written"] == 6
+    assert stats["puts"] == 6
+    assert stats["gets"] == 0
+    assert stats["chunks_written"] == len(list(a.iter_chunks()))
+    assert stats["bytes_written"] > 0
+    assert "chunks_empty" in stats
+    assert stats["seconds"] >= 0
+    assert_same(a[...], _expected_map(a))
+
+
+def test_map_chunks_within(tmp_path):
+    a = sw.create(tmp_path / "a.zarr", shape=(20, 11), dtype="i4", chunks=(4, 3), shards=(8, 6))
+    within = sw.Domain((9, 7), (2, 2))
+    met = list(a.iter_shards(within))
+    assert len(met) == 1
+    stats = a.map_chunks(_chunk_value, within=within, workers=1)
+    assert stats["shards_written"] == 1 and stats["puts"] == 1
+    expected = np.zeros(a.shape, dtype="int32")
+    for c in a.iter_chunks(met[0]):
+        expected[c.slices] = _chunk_value(c)
+    assert_same(a[...], expected)
+    # slices work too
+    stats = a.map_chunks(lambda c: -1, within=(slice(0, 1), slice(0, 1)), workers=3)
+    assert stats["shards_written"] == 1
+    assert (a[0:8, 0:6] == -1).all()
+    assert (a[8:, :6] == 0).all()
+
+
+def test_map_chunks_shards_in_parallel(tmp_path):
+    """With workers=3, three shards are in flight at once (a barrier would time out if
+    the shards were written one after another)."""
+    a = sw.create(tmp_path / "a.zarr", shape=(12, 4), dtype="u1", chunks=(2, 2), shards=(4, 4))
+    barrier = threading.Barrier(3, timeout=20)
+    threads = set()
+
+    def fn(c):
+        threads.add(threading.get_ident())
+        if c.origin[1] == 0 and c.origin[0] % 4 == 0:  # the first chunk of each shard
+            barrier.wait()
+        return 1
+
+    stats = a.map_chunks(fn, workers=3)
+    assert stats["shards_written"] == 3
+    assert len(threads) == 3
+    assert (a[...] == 1).all()
+
+
+def test_map_chunks_progress(tmp_path, capsys):
+    a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 4))
+    a.map_chunks(lambda c: 1, progress=True, workers=2)
+    captured = capsys.readouterr()
+    assert "4/4" in captured.err
+    assert "shardwright" in captured.err
+    assert captured.out == ""
+    a.map_chunks(lambda c: 2, workers=2)
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+def test_map_chunks_fn_raises(tmp_path):
+    path = tmp_path / "a.zarr"
+    a = sw.create(path, shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 4))
+
+    def fn(c):
+        if c.index == (2, 1):  # in shard (1, 0)
+            raise ValueError("bad chunk")
+        return 1
+
+    with pytest.raises(ValueError, match="bad chunk"):
+        a.map_chunks(fn, workers=1)
+    assert not (path / "c" / "1" / "0").exists()
+    assert temp_files(path) == []
+    assert (a[4:8, 0:4] == 0).all()
+
+
+def test_map_chunks_wrong_shape_from_fn(tmp_path):
+    a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 4))
+    with pytest.raises(sw.ShapeError):
+        a.map_chunks(lambda c: np.zeros((3, 3), dtype="u1"))
+    assert (a[...] == 0).all()
