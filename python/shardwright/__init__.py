@@ -14,6 +14,7 @@ compressor; the output is standard Zarr v3 that zarr-python and TensorStore read
 48
 """
 
+from . import _core
 from ._array import Array, create, open
 from ._domain import Domain
 from ._errors import (
@@ -29,6 +30,30 @@ from ._errors import (
 )
 from ._txn import Transaction
 from ._writer import ShardWriter
+
+
+def encoder_threads() -> int:
+    """The number of threads that encode chunks (one per core unless set otherwise).
+    Asking starts the pool, so its size is fixed from then on.
+
+    >>> import shardwright as sw
+    >>> sw.encoder_threads() >= 1
+    True
+    """
+    return _core.num_threads()
+
+
+def set_encoder_threads(threads: int) -> None:
+    """Size the pool of threads that encode chunks; call it before the first write (the
+    pool starts then). The default is one thread per core; the environment variable
+    ``RAYON_NUM_THREADS`` sets it too. Raises :class:`ShardwrightError` once the pool runs
+    with another size.
+
+    >>> import shardwright as sw
+    >>> sw.set_encoder_threads(sw.encoder_threads())   # the size it already has: no-op
+    """
+    _core.set_num_threads(threads)
+
 
 __version__ = "0.1.0"
 
@@ -48,5 +73,7 @@ __all__ = [
     "UnsupportedError",
     "__version__",
     "create",
+    "encoder_threads",
     "open",
+    "set_encoder_threads",
 ]

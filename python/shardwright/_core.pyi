@@ -14,6 +14,9 @@ __version__: str
 def num_threads() -> int:
     """The number of threads in the encoding pool."""
 
+def set_num_threads(threads: int) -> None:
+    """Size the encoding pool, before its first use."""
+
 _Cell = tuple[list[int], list[int], list[int]]
 
 class GridIter(Iterator[_Cell]):

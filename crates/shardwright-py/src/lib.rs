@@ -22,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::PyTransaction>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     Ok(())
 }
 
@@ -29,4 +30,28 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 fn num_threads() -> usize {
     rayon::current_num_threads()
+}
+
+/// Size the encoding pool (before its first use; the default is one thread per core).
+#[pyfunction]
+fn set_num_threads(threads: usize) -> PyResult<()> {
+    if threads == 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "the number of encoder threads must be at least 1",
+        ));
+    }
+    // Asking the pool its size would start it, so try to build it first.
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global();
+    if built.is_ok() || rayon::current_num_threads() == threads {
+        return Ok(());
+    }
+    Err({
+        errors::error(format!(
+            "the encoder pool already runs {} threads; set_encoder_threads must come before \
+             the first write (or set RAYON_NUM_THREADS before starting Python)",
+            rayon::current_num_threads()
+        ))
+    })
 }
