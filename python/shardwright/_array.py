@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import shutil
 import sys
@@ -18,7 +19,14 @@ import numpy as np
 
 from . import _core
 from ._domain import Domain
-from ._errors import ArrayNotFoundError, BoundsError, ShapeError, UnsupportedError
+from ._errors import (
+    ArrayNotFoundError,
+    BoundsError,
+    DTypeError,
+    ShapeError,
+    ShardwrightError,
+    UnsupportedError,
+)
 from ._indexing import parse_key
 from ._txn import Transaction
 from ._writer import ShardWriter
@@ -350,6 +358,17 @@ def open(target: str | os.PathLike[str] | Any) -> Array:
     return Array(_core.Array.open(str(path)))
 
 
+def _dims(values: Sequence[int], what: str) -> list[int]:
+    """``values`` as a list of extents in 0 .. 2**64, or a ShapeError naming them."""
+    try:
+        dims = [operator.index(v) for v in values]
+    except TypeError as err:
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
+    if any(not 0 <= d < 2**64 for d in dims):
+        raise ShapeError(f"{what} must hold integers from 0 to 2**64 - 1, got {tuple(dims)}")
+    return dims
+
+
 def _fill_json(value: Any, dtype: np.dtype) -> Any:
     def number(x: float) -> Any:
         if math.isnan(x):
@@ -358,7 +377,10 @@ def _fill_json(value: Any, dtype: np.dtype) -> Any:
             return "Infinity" if x > 0 else "-Infinity"
         return x
 
-    scalar = np.asarray(value, dtype=dtype).item()
+    try:
+        scalar = np.asarray(value, dtype=dtype).item()
+    except (OverflowError, ValueError, TypeError) as err:
+        raise DTypeError(f"fill value {value!r} is not a {dtype}") from err
     if dtype.kind == "b":
         return bool(scalar)
     if dtype.kind in "iu":
@@ -402,24 +424,30 @@ def create(
     np_dtype = np.dtype(dtype)
     if np_dtype.kind not in "biufc" or np_dtype.hasobject:
         raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
-    target = Path(path)
-    if overwrite and target.exists():
-        shutil.rmtree(target)
-    if (target / "zarr.json").exists():
-        from ._errors import ShardwrightError
-
-        raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
-    target.mkdir(parents=True, exist_ok=True)
-    core = _core.Array.create(
-        str(target),
-        [int(s) for s in shape],
+    # Check every setting before touching the folder: a refused create (even with
+    # overwrite=True) leaves whatever was there as it was.
+    json_text = _core.Array.spec_json(
+        _dims(shape, "shape"),
         np_dtype.name,
-        [int(c) for c in chunks],
-        None if shards is None else [int(s) for s in shards],
+        _dims(chunks, "chunks"),
+        None if shards is None else _dims(shards, "shards"),
         json.dumps(_fill_json(fill_value, np_dtype)),
         "none" if compressor is None else str(compressor),
         compression_level,
         index_location,
         None if dimension_names is None else [str(n) for n in dimension_names],
     )
+    target = Path(path)
+    if (target / "zarr.json").exists() and not overwrite:
+        raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
+    if overwrite and target.exists():
+        shutil.rmtree(target)
+    created = not target.exists()
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        core = _core.Array.create(str(target), json_text)
+    except BaseException:
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     return Array(core)

@@ -32,8 +32,7 @@ class Array:
     @staticmethod
     def open(root: str | PathLike[str]) -> Array: ...
     @staticmethod
-    def create(
-        root: str | PathLike[str],
+    def spec_json(
         shape: list[int],
         dtype: str,
         chunks: list[int],
@@ -43,7 +42,9 @@ class Array:
         level: int | None,
         index_location: str,
         dimension_names: list[str] | None,
-    ) -> Array: ...
+    ) -> str: ...
+    @staticmethod
+    def create(root: str | PathLike[str], json: str) -> Array: ...
     @property
     def root(self) -> str: ...
     @property

@@ -183,10 +183,11 @@ def _hostile_calls(tmp_path: Path):
     or None when it must succeed."""
     a = sw.create(tmp_path / "h.zarr", shape=(10, 10), dtype="u1", chunks=(2, 2), shards=(4, 4))
     z = sw.create(tmp_path / "z.zarr", shape=(0, 4), dtype="u1", chunks=(2, 2), shards=(2, 2))
+    # The largest arrays accepted hold at most 2**64 bytes (here 2**63).
     huge = sw.create(
-        tmp_path / "huge.zarr", shape=(2**62, 2**62), dtype="u1", chunks=(1, 1), shards=(4, 4)
+        tmp_path / "huge.zarr", shape=(2**32, 2**31), dtype="u1", chunks=(1, 1), shards=(4, 4)
     )
-    top = 2**60 - 1  # the last shard index of ``huge``
+    top0, top1 = 2**30 - 1, 2**29 - 1  # the last shard index of ``huge``
 
     def write(array, index, domain, value):
         with array.write_shard(index) as w:
@@ -214,14 +215,14 @@ def _hostile_calls(tmp_path: Path):
         ("empty array shard", lambda: z.write_shard((0, 0)), sw.BoundsError),
         ("empty array read", lambda: z[...], None),
         ("empty array iter", lambda: list(z.iter_chunks()), None),
-        ("huge array far read", lambda: huge[2**62 - 1, 2**62 - 2 :], None),
+        ("huge array far read", lambda: huge[2**32 - 1, 2**31 - 2 :], None),
         (
             "huge array write",
-            lambda: write(huge, (top, top), d((4 * top, 4 * top), (1, 1)), 1),
+            lambda: write(huge, (top0, top1), d((4 * top0, 4 * top1), (1, 1)), 1),
             None,
         ),
-        ("huge array iter", lambda: list(huge.iter_shards(d((2**62 - 1, 0), (1, 1)))), None),
-        ("huge array past end", lambda: huge[2**62], sw.BoundsError),
+        ("huge array iter", lambda: list(huge.iter_shards(d((2**32 - 1, 0), (1, 1)))), None),
+        ("huge array past end", lambda: huge[2**32], sw.BoundsError),
         (
             "zero-size data",
             lambda: write(a, (0, 0), d((0, 0), (2, 2)), np.zeros((0, 2), "u1")),
@@ -263,6 +264,13 @@ def test_no_panic_reaches_python(tmp_path, case):
         assert isinstance(exc, expected), f"{name}: {type(exc).__name__}: {exc}"
     else:
         assert expected is None, f"{name}: no {expected.__name__} raised"
+
+
+def test_arrays_past_2_64_bytes_are_refused(tmp_path):
+    """Regression: element counts past 2**64 wrapped and such an array had no shards."""
+    with pytest.raises(sw.UnsupportedError, match="2\\^64"):
+        sw.create(tmp_path / "x.zarr", shape=(2**62, 2**62), dtype="u1", chunks=(1, 1))
+    assert not (tmp_path / "x.zarr").exists()
 
 
 def test_within_beyond_u64_still_meets_the_right_cells(tmp_path):

@@ -61,12 +61,11 @@ impl PyArray {
         })
     }
 
-    /// Create an array in folder `root` (which must hold no `zarr.json`).
+    /// The `zarr.json` text of an array with these settings, checked (nothing is written).
     #[staticmethod]
-    #[pyo3(signature = (root, shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names))]
+    #[pyo3(signature = (shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names))]
     #[allow(clippy::too_many_arguments)]
-    fn create(
-        root: PathBuf,
+    fn spec_json(
         shape: Vec<u64>,
         dtype: &str,
         chunks: Vec<u64>,
@@ -76,7 +75,7 @@ impl PyArray {
         level: Option<i32>,
         index_location: &str,
         dimension_names: Option<Vec<String>>,
-    ) -> PyResult<Self> {
+    ) -> PyResult<String> {
         guard(|| {
             let fill: serde_json::Value = serde_json::from_str(fill_value_json)
                 .map_err(|e| error(format!("fill value: {e}")))?;
@@ -102,8 +101,17 @@ impl PyArray {
             if let Some(names) = dimension_names {
                 spec = spec.dimension_names(names);
             }
+            spec.to_json().map_err(shardwright::Error::from).py()
+        })
+    }
+
+    /// Create an array in folder `root` (which must hold no `zarr.json`) from the text of
+    /// its `zarr.json`.
+    #[staticmethod]
+    fn create(root: PathBuf, json: &str) -> PyResult<Self> {
+        guard(|| {
             let store = Arc::new(FilesystemStore::new(&root));
-            let inner = Array::create(store, "", &spec).py()?;
+            let inner = Array::create_from_json(store, "", json).py()?;
             Ok(Self { inner, root })
         })
     }

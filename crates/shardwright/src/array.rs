@@ -59,13 +59,28 @@ impl Array {
     /// [`Error::AlreadyExists`] if `path` already holds a `zarr.json`, [`Error::Layout`]
     /// for settings that do not make a valid array.
     pub fn create(store: Arc<dyn Store>, path: &str, spec: &ArraySpec) -> Result<Self> {
+        Self::create_from_json(store, path, &spec.to_json()?)
+    }
+
+    /// Create an array at `path` from the text of its `zarr.json` (checked first).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let json = ArraySpec::new(vec![4], "int8", vec![2]).to_json().unwrap();
+    /// let array = Array::create_from_json(Arc::new(MemoryStore::new()), "a", &json).unwrap();
+    /// assert_eq!(array.layout().shape(), &[4]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::create`].
+    pub fn create_from_json(store: Arc<dyn Store>, path: &str, json: &str) -> Result<Self> {
+        let layout = Layout::from_json(json.as_bytes())?;
         let path = path.trim_matches('/').to_string();
         let key = join(&path, METADATA_KEY);
         if store.size(&key)?.is_some() {
             return Err(Error::AlreadyExists(path));
         }
-        let json = spec.to_json()?;
-        let layout = Layout::from_json(json.as_bytes())?;
         store.put(&key, &[json.as_bytes()])?;
         Ok(Self::from_layout(store, path, layout))
     }

@@ -105,9 +105,10 @@ impl Error {
             Error::Domain(DomainError::OutOfBounds { .. } | DomainError::Overflow { .. }) => {
                 ErrorKind::Bounds
             }
-            Error::Domain(_) | Error::DataLength { .. } | Error::NotAnInnerChunk { .. } => {
-                ErrorKind::Shape
-            }
+            Error::Domain(_)
+            | Error::DataLength { .. }
+            | Error::NotAnInnerChunk { .. }
+            | Error::Layout(LayoutError::Shape(_)) => ErrorKind::Shape,
             Error::Layout(LayoutError::Unsupported(_)) => ErrorKind::Unsupported,
             Error::Format(FormatError::Corrupt(_)) => ErrorKind::CorruptShard,
             Error::NotFound(_) => ErrorKind::NotFound,

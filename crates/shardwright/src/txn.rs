@@ -205,10 +205,7 @@ impl Transaction {
         }
         for index in complete {
             let writer = state.writers.remove(&index).expect("present");
-            let stats = writer.commit()?;
-            state.stats.shards_written += 1;
-            state.stats.shards_committed_early += 1;
-            state.stats.commit += stats;
+            Self::commit_early(&mut state, writer)?;
         }
         if let Some(limit) = self.options.memory_limit {
             let staged: u64 = state
@@ -285,12 +282,26 @@ impl Transaction {
         }
         if self.options.early_commit && state.writers[&index].is_complete() {
             let writer = state.writers.remove(&index).expect("present");
-            let stats = writer.commit()?;
-            state.stats.shards_written += 1;
-            state.stats.shards_committed_early += 1;
-            state.stats.commit += stats;
+            Self::commit_early(&mut state, writer)?;
         }
         Ok(())
+    }
+
+    /// Commit one complete shard now. If that fails, its staged data is gone, so the
+    /// transaction fails for good: a later commit must not report success without it.
+    fn commit_early(state: &mut State, writer: ShardWriter) -> Result<()> {
+        match writer.commit() {
+            Ok(stats) => {
+                state.stats.shards_written += 1;
+                state.stats.shards_committed_early += 1;
+                state.stats.commit += stats;
+                Ok(())
+            }
+            Err(err) => {
+                state.failed = Some(err.clone());
+                Err(err)
+            }
+        }
     }
 
     /// Store every touched shard, several at once (each once, atomically).

@@ -124,3 +124,23 @@ fn absorbed_shard_writers_stage_into_the_transaction() {
     assert_eq!(all[9], 5);
     assert_eq!(all.iter().filter(|v| **v == 5).count(), 4);
 }
+
+/// Regression: an early commit that failed dropped the shard's staged data, and a later
+/// commit reported success without it.
+#[test]
+fn a_failed_early_commit_fails_the_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn shardwright::Store> =
+        Arc::new(shardwright::FilesystemStore::new(dir.path()));
+    let spec = ArraySpec::new(vec![8, 8], "uint8", vec![2, 2]).shards(vec![4, 4]);
+    let array = Array::create(store, "", &spec).unwrap();
+    std::fs::create_dir_all(dir.path().join("c/0/0")).unwrap(); // the put of shard (0, 0) fails
+    let tx = Transaction::new(array, TransactionOptions::default().early_commit(true));
+    assert!(tx
+        .write(&Domain::new(vec![0, 0], vec![4, 4]), &[1; 16])
+        .is_err());
+    assert!(tx
+        .write(&Domain::new(vec![4, 4], vec![4, 4]), &[2; 16])
+        .is_err());
+    assert!(tx.commit().is_err());
+}

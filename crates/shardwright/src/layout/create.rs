@@ -176,7 +176,7 @@ impl ArraySpec {
             .map_err(|e| invalid(format!("fill value: {e}")))?;
         let rank = self.shape.len();
         if self.chunks.len() != rank || self.shards.as_ref().is_some_and(|s| s.len() != rank) {
-            return Err(invalid(format!(
+            return Err(LayoutError::Shape(format!(
                 "chunks {:?} and shards {:?} must have the array's rank {rank}",
                 self.chunks, self.shards
             )));

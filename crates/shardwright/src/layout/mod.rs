@@ -29,8 +29,8 @@ mod parse;
 
 pub use create::{ArraySpec, Compressor};
 use parse::{
-    check_codec_names, check_sizes, chunk_key_encoding, codec_chain, index_spec, invalid,
-    regular_grid_shape, sharding_config, unsupported,
+    check_codec_limits, check_codec_names, check_sizes, chunk_key_encoding, codec_chain,
+    index_spec, inner_codecs_metadata, invalid, regular_grid_shape, sharding_config, unsupported,
 };
 
 use std::num::NonZeroU64;
@@ -60,6 +60,10 @@ pub enum LayoutError {
     /// `zarr.json` is not valid Zarr v3 array metadata.
     #[error("invalid zarr.json: {0}")]
     Invalid(String),
+    /// Shapes that do not fit together: ranks differ, a zero extent, chunks that do not
+    /// divide shards.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
     /// The array uses something shardwright does not support; the text names it.
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -195,7 +199,7 @@ impl Layout {
             }
         };
         if chunk_shape.len() != shape.len() {
-            return Err(invalid(format!(
+            return Err(LayoutError::Shape(format!(
                 "inner chunk shape {chunk_shape:?} does not have the array's rank {}",
                 shape.len()
             )));
@@ -207,7 +211,7 @@ impl Layout {
                 .zip(&chunk_shape)
                 .any(|(s, c)| s % c != 0)
         {
-            return Err(invalid(format!(
+            return Err(LayoutError::Shape(format!(
                 "inner chunk shape {chunk_shape:?} does not divide shard shape {shard_shape:?}"
             )));
         }
@@ -216,7 +220,12 @@ impl Layout {
             .zip(&chunk_shape)
             .map(|(s, c)| s / c)
             .collect();
-        check_sizes(&chunks_per_shard, &chunk_shape, element_size)?;
+        check_sizes(&shape, &shard_shape, &chunk_shape, element_size)?;
+        check_codec_limits(
+            &inner_codecs_metadata(&metadata),
+            &chunk_shape,
+            element_size,
+        )?;
         let chunk_shape_nz: Vec<NonZeroU64> = chunk_shape
             .iter()
             .map(|c| NonZeroU64::new(*c).expect("checked non-zero"))

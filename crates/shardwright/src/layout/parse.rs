@@ -47,27 +47,62 @@ pub(super) fn codec_chain(
         .map_err(|e| invalid(format!("{role} codecs: {e}")))
 }
 
-/// Refuse shards and chunks too large to hold in memory: one slot per inner chunk and one
-/// raw chunk per encode are allocated.
+/// Refuse arrays, shards and chunks too large to address or hold: one slot per inner chunk
+/// and one raw chunk per encode are allocated, and element counts must fit in 64 bits.
 pub(super) fn check_sizes(
-    chunks_per_shard: &[u64],
+    shape: &[u64],
+    shard_shape: &[u64],
     chunk_shape: &[u64],
     element_size: usize,
 ) -> Result<(), LayoutError> {
-    let slots = chunks_per_shard
-        .iter()
-        .try_fold(1u64, |a, c| a.checked_mul(*c));
-    if slots.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
+    if checked_product(element_size as u64, shape.iter().copied()).is_none() {
         return Err(unsupported(format!(
-            "shards of {chunks_per_shard:?} inner chunks (at most {MAX_CHUNKS_PER_SHARD} per shard)"
+            "arrays of shape {shape:?} (more than 2^64 bytes)"
         )));
     }
-    let raw = chunk_shape
-        .iter()
-        .try_fold(element_size as u64, |a, c| a.checked_mul(*c));
+    let per_shard = checked_product(1, shard_shape.iter().zip(chunk_shape).map(|(s, c)| s / c));
+    if per_shard.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
+        return Err(unsupported(format!(
+            "shards of {shard_shape:?} with inner chunks of {chunk_shape:?} (at most \
+             {MAX_CHUNKS_PER_SHARD} inner chunks per shard)"
+        )));
+    }
+    let raw = checked_product(element_size as u64, chunk_shape.iter().copied());
     if raw.is_none_or(|n| n > MAX_RAW_CHUNK_BYTES) {
         return Err(unsupported(format!(
             "inner chunks of shape {chunk_shape:?} (at most {MAX_RAW_CHUNK_BYTES} bytes raw)"
+        )));
+    }
+    Ok(())
+}
+
+fn checked_product(start: u64, mut values: impl Iterator<Item = u64>) -> Option<u64> {
+    values.try_fold(start, |a, c| a.checked_mul(c))
+}
+
+/// The codecs that encode inner chunks (the whole chain, for an unsharded array).
+pub(super) fn inner_codecs_metadata(metadata: &zarrs::array::ArrayMetadataV3) -> Vec<MetadataV3> {
+    match metadata.codecs.as_slice() {
+        [only] if only.name() == "sharding_indexed" => {
+            sharding_config(only).map(|c| c.codecs).unwrap_or_default()
+        }
+        codecs => codecs.to_vec(),
+    }
+}
+
+/// The largest raw chunk blosc (version 1) compresses.
+const BLOSC_MAX_BYTES: u64 = (i32::MAX as u64) - 16;
+
+/// Refuse chunks a codec in the chain cannot encode, before any data is written.
+pub(super) fn check_codec_limits(
+    codecs: &[MetadataV3],
+    chunk_shape: &[u64],
+    element_size: usize,
+) -> Result<(), LayoutError> {
+    let raw = chunk_shape.iter().product::<u64>() * element_size as u64;
+    if raw > BLOSC_MAX_BYTES && codecs.iter().any(|c| c.name() == "blosc") {
+        return Err(unsupported(format!(
+            "blosc on inner chunks of {raw} bytes (blosc takes at most {BLOSC_MAX_BYTES})"
         )));
     }
     Ok(())
@@ -88,7 +123,7 @@ pub(super) fn regular_grid_shape(grid: &MetadataV3, rank: usize) -> Result<Vec<u
         .to_typed_configuration()
         .map_err(|e| invalid(format!("regular chunk grid: {e}")))?;
     if regular.chunk_shape.len() != rank || regular.chunk_shape.contains(&0) {
-        return Err(invalid(format!(
+        return Err(LayoutError::Shape(format!(
             "chunk shape {:?} does not fit an array of rank {rank}",
             regular.chunk_shape
         )));

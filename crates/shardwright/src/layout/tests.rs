@@ -85,7 +85,7 @@ fn invalid_metadata_is_reported() {
     ));
     let mut v = zarr_python_default();
     v["codecs"][0]["configuration"]["chunk_shape"] = json!([7, 10]);
-    assert!(matches!(read(&v), Err(LayoutError::Invalid(m)) if m.contains("divide")));
+    assert!(matches!(read(&v), Err(LayoutError::Shape(m)) if m.contains("divide")));
     let mut v = zarr_python_default();
     v["fill_value"] = json!("banana");
     assert!(matches!(read(&v), Err(LayoutError::Invalid(_))));
@@ -115,7 +115,7 @@ fn array_spec_writes_what_zarr_python_writes() {
     let bad = ArraySpec::new(vec![10], "uint16", vec![3])
         .shards(vec![4])
         .to_json();
-    assert!(matches!(bad, Err(LayoutError::Invalid(_))));
+    assert!(matches!(bad, Err(LayoutError::Shape(_))));
     assert!(ArraySpec::new(vec![10], "bool", vec![5])
         .fill_value(json!(2))
         .to_json()
@@ -126,13 +126,28 @@ fn array_spec_writes_what_zarr_python_writes() {
 fn shards_and_chunks_too_large_to_hold_are_unsupported() {
     // Regression: 2^40 inner chunks per shard aborted the process allocating the slots.
     let mut v = zarr_python_default();
-    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
+    v["shape"] = json!([1u64 << 40, 1u64 << 20]);
     v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 20, 1u64 << 20]);
     v["codecs"][0]["configuration"]["chunk_shape"] = json!([1, 1]);
-    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("inner chunks")));
-    let mut v = zarr_python_default();
-    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
-    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 40, 1u64 << 40]);
-    v["codecs"][0]["configuration"]["chunk_shape"] = json!([1u64 << 40, 1u64 << 40]);
+    assert!(
+        matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("inner chunks per shard"))
+    );
+    v["codecs"][0]["configuration"]["chunk_shape"] = json!([1u64 << 20, 1u64 << 20]);
     assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("bytes raw")));
+    // Regression: element counts past 2^64 wrapped, and the array had no shards.
+    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("2^64")));
+}
+
+#[test]
+fn blosc_chunks_larger_than_blosc_takes_are_unsupported() {
+    // Regression: such chunks failed only at commit, after all the work.
+    let mut v = zarr_python_default();
+    v["data_type"] = json!("uint8");
+    v["shape"] = json!([1u64 << 16, 1u64 << 16]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 16, 1u64 << 16]);
+    v["codecs"][0]["configuration"]["chunk_shape"] = json!([1u64 << 16, 1u64 << 16]);
+    v["codecs"][0]["configuration"]["codecs"] = json!([{"name": "bytes"}, {"name": "blosc",
+        "configuration": {"typesize": 1, "cname": "lz4", "clevel": 5, "shuffle": "bitshuffle", "blocksize": 0}}]);
+    assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("blosc")));
 }

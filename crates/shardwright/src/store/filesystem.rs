@@ -209,8 +209,19 @@ impl Store for FilesystemStore {
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         let path = self.path(key)?;
+        let Some(folder) = path.parent() else {
+            return Err(StoreError::InvalidKey(key.to_string()));
+        };
+        let dir = match File::open(folder) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io(key, e)),
+        };
+        // Under the folder's lock, like renames, so it cannot fall between a put_if's
+        // check and its rename.
+        dir.lock().map_err(|e| StoreError::io(key, e))?;
         match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
+            Ok(()) => dir.sync_all().map_err(|e| StoreError::io(key, e)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(StoreError::io(key, e)),
         }

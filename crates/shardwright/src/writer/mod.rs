@@ -370,6 +370,13 @@ impl ShardWriter {
     /// The slot of `chunk`, which must be one of the shard's inner chunks.
     pub(super) fn slot_of(&self, chunk: &Domain) -> Result<usize> {
         chunk.check_inside(&self.shard)?;
+        if chunk.is_empty() {
+            return Err(Error::NotAnInnerChunk {
+                region: Box::new(chunk.clone()),
+                shard: Box::new(self.shard.clone()),
+                example: Box::new(self.chunk_grid.cell(&vec![0; chunk.ndim()])?),
+            });
+        }
         // On the hot path: no allocation unless the chunk is not an inner chunk.
         let (cs, shape, cps) = (
             self.layout.chunk_shape(),

@@ -42,6 +42,9 @@ impl ShardWriter {
                 got: data.len(),
             });
         }
+        if region.is_empty() {
+            return Ok(());
+        }
         let full = self.layout.chunk_shape().to_vec();
         for chunk in self.chunk_grid.cells_meeting(region) {
             let piece = chunk.intersect(region).expect("cells meet the region");
@@ -103,6 +106,9 @@ impl ShardWriter {
             return self.write_chunk_value(region, value);
         }
         region.check_inside(&self.shard)?;
+        if region.is_empty() {
+            return Ok(());
+        }
         let mut data = vec![0u8; region.size() as usize * value.len()];
         fill(&mut data, value);
         self.write_region(region, &data)

@@ -126,6 +126,10 @@ impl SlotTable {
                     }
                 }
                 Err(err) => {
+                    // The slot must not stay pending: waiters for it would never wake.
+                    if matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
+                        table.set(slot, Slot::Unwritten);
+                    }
                     table.error.get_or_insert(err);
                 }
             }
@@ -158,7 +162,7 @@ impl SlotTable {
     ) -> Result<Option<Vec<u8>>, FormatError> {
         let encoded = {
             let mut table = self.lock();
-            while matches!(table.slots[slot], Slot::Pending(_)) {
+            while table.error.is_none() && matches!(table.slots[slot], Slot::Pending(_)) {
                 table = self
                     .changed
                     .wait(table)

@@ -472,3 +472,50 @@ fn unsharded_arrays_store_one_chunk_per_shard() {
     assert_eq!((store.counts().puts, store.counts().gets), (9, 0));
     assert_eq!(array.read(&array.bounds()).unwrap(), vec![4u8; 100]);
 }
+
+/// Regression: a failed encode left its slot pending, so reading the slot back (for a
+/// partial write or read-your-writes) waited forever.
+#[test]
+fn a_failed_encode_is_an_error_not_a_hang() {
+    let (_store, array) = instrumented_array(vec![8, 8]);
+    let writer = array.shard_writer(&array.shard(&[0, 0]).unwrap()).unwrap();
+    // A raw buffer of the wrong length makes the encode fail.
+    writer
+        .slots
+        .submit(0, vec![0u8; 3], writer.layout(), None)
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let partial = writer.write_region(&Domain::new(vec![0, 0], vec![1, 1]), &[1, 0]);
+        tx.send(partial.is_err()).unwrap();
+    });
+    let failed = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("no hang");
+    assert!(failed);
+}
+
+/// Regression: an empty region on the array's far edge panicked and left the writer
+/// waiting forever at commit.
+#[test]
+fn empty_regions_are_no_ops() {
+    let (store, array) = instrumented_array(vec![8, 6]);
+    let shard = array.shard(&[0, 0]).unwrap();
+    let writer = array.shard_writer(&shard).unwrap();
+    writer
+        .write_region(&Domain::new(vec![8, 4], vec![0, 2]), &[])
+        .unwrap();
+    writer
+        .write_region_value(&Domain::new(vec![4, 6], vec![2, 0]), &[1, 0])
+        .unwrap();
+    writer
+        .write_owned(&Domain::new(vec![0, 0], vec![0, 4]), vec![])
+        .unwrap();
+    assert!(writer
+        .write_chunk_value(&Domain::new(vec![0, 0], vec![0, 4]), &[0, 0])
+        .is_err());
+    assert_eq!(writer.chunks_written(), 0);
+    let stats = writer.commit().unwrap();
+    assert_eq!((stats.puts, stats.gets, stats.deletes), (0, 0, 0));
+    assert_eq!(store.counts().calls(), 0);
+}
