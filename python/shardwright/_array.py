@@ -195,9 +195,10 @@ class Array:
         only in part are completed at commit from the stored shard, which is then read
         once. Such a merge is conditional: if another writer changed the shard meanwhile,
         it is re-read and re-merged, up to ``retries`` times, then :class:`ConflictError`.
-        ``overwrite_corrupt=True`` rewrites a stored shard that is corrupt instead of
-        raising :class:`CorruptShardError`. ``max_in_flight`` bounds the raw chunks
-        waiting for the encoders (default: twice the encoder threads).
+        ``overwrite_corrupt=True`` rewrites a stored shard whose index is corrupt (or a
+        partly rewritten inner chunk that does not decode) from the staged data and the
+        fill value instead of raising :class:`CorruptShardError`. ``max_in_flight`` bounds
+        the raw chunks waiting for the encoders (default: twice the encoder threads).
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/w.zarr", shape=(8, 8), dtype="uint16",

@@ -257,3 +257,35 @@ fn a_corrupt_shard_fails_a_merge_unless_overwrite_corrupt() {
     assert_eq!(&got[..2], &[9, 9]);
     assert_eq!(got[2], 0, "the rest is the fill value");
 }
+
+#[test]
+fn an_undecodable_chunk_fails_a_partial_rewrite_unless_overwrite_corrupt() {
+    let store = Arc::new(MemoryStore::new());
+    let array = filled(store.clone(), |y, x| (y + x) as u16);
+    let key = array.shard_key(&[0, 0]);
+    let mut bytes = store.get(&key).unwrap().unwrap();
+    let first = shard::split(array.layout(), &bytes).unwrap()[0]
+        .clone()
+        .unwrap();
+    bytes[first.start..first.start + 4].fill(0); // no longer a zstd frame
+    store.put(&key, &[&bytes]).unwrap();
+    let region = Domain::new(vec![0, 0], vec![2, 2]);
+    let w = array.shard_writer(&array.shard(&[0, 0]).unwrap()).unwrap();
+    w.write_region(&region, &block(&region, &|_, _| 9)).unwrap();
+    let err = w.commit().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CorruptShard);
+    assert!(err.to_string().contains("a.zarr/c/0/0"), "{err}");
+
+    let fixing = array
+        .clone()
+        .with_options(WriterOptions::default().overwrite_corrupt(true));
+    let w = fixing.shard_writer(&array.shard(&[0, 0]).unwrap()).unwrap();
+    w.write_region(&region, &block(&region, &|_, _| 9)).unwrap();
+    w.commit().unwrap();
+    let got = values(&array.read(&Domain::new(vec![0, 0], vec![1, 9])).unwrap());
+    assert_eq!(
+        got,
+        vec![9, 9, 0, 0, 0, 0, 0, 0, 8],
+        "rest of chunk 0: fill; chunk 1 kept"
+    );
+}

@@ -155,16 +155,20 @@ pub(super) fn commit(
         let completed: Vec<(usize, bool, Option<Vec<u8>>)> = partials
             .par_iter()
             .map(|(&slot, partial)| {
-                let (mut base, decoded) = match stored_chunk(slot) {
-                    Some(encoded) => (
-                        chunk::decode(layout, encoded).map_err(|e| in_shard(e, target.key))?,
-                        true,
-                    ),
-                    None => {
-                        let mut raw = vec![0u8; layout.raw_chunk_bytes()];
-                        fill(&mut raw, layout.fill_value_bytes());
-                        (raw, false)
+                let fill_raw = || {
+                    let mut raw = vec![0u8; layout.raw_chunk_bytes()];
+                    fill(&mut raw, layout.fill_value_bytes());
+                    raw
+                };
+                let (mut base, decoded) = match stored_chunk(slot).map(|e| chunk::decode(layout, e))
+                {
+                    Some(Ok(raw)) => (raw, true),
+                    // A stored chunk that does not decode is rewritten from the fill value.
+                    Some(Err(FormatError::Corrupt(_))) if target.options.overwrite_corrupt => {
+                        (fill_raw(), false)
                     }
+                    Some(Err(e)) => return Err(in_shard(e, target.key)),
+                    None => (fill_raw(), false),
                 };
                 partial.overlay_onto(layout, &mut base);
                 Ok((slot, decoded, chunk::encode(layout, base)?))

@@ -97,7 +97,9 @@ impl WriterOptions {
     }
 
     /// Rewrite a stored shard that is corrupt (bad index checksum, entries outside the
-    /// shard) from the staged data and the fill value, instead of failing.
+    /// shard, a partly rewritten inner chunk that does not decode) from the staged data and
+    /// the fill value, instead of failing. Untouched inner chunks are copied as bytes, not
+    /// decoded, so corruption inside them is not detected here.
     #[must_use]
     pub fn overwrite_corrupt(mut self, yes: bool) -> Self {
         self.overwrite_corrupt = yes;
