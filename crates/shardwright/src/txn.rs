@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::array::Array;
-use crate::domain::copy::copy_block;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::writer::{CommitStats, ShardWriter, WriterOptions};
@@ -126,24 +125,7 @@ impl Transaction {
     /// failed: it can only be dropped), errors of early commits.
     pub fn write(&self, region: &Domain, data: &[u8]) -> Result<()> {
         self.write_with(region, data.len(), |writer, piece| {
-            if piece == region {
-                return writer.write_region(piece, data);
-            }
-            let elem = self.array.layout().element_size();
-            let mut block = vec![0u8; piece.size() as usize * elem];
-            let at = piece.relative_to(region).expect("piece inside region");
-            let zero = vec![0; piece.ndim()];
-            copy_block(
-                data,
-                region.shape(),
-                at.origin(),
-                &mut block,
-                piece.shape(),
-                &zero,
-                piece.shape(),
-                elem,
-            );
-            writer.write_region(piece, &block)
+            writer.write_region_of(piece, data, region)
         })
     }
 

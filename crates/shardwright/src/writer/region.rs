@@ -31,13 +31,41 @@ impl ShardWriter {
     /// [`Error::Domain`] for a region outside the shard, [`Error::DataLength`] for data of
     /// the wrong size.
     pub fn write_region(&self, region: &Domain, data: &[u8]) -> Result<()> {
+        self.write_region_of(region, data, region)
+    }
+
+    /// Write `region`, a part of `data_region`, taking its elements from `data` (the raw
+    /// elements of all of `data_region`): no intermediate copy of the part.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, Domain, MemoryStore};
+    /// let spec = ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+    /// let writer = array.shard_writer(&array.shard(&[1]).unwrap()).unwrap();
+    /// let all = Domain::new(vec![0], vec![4]);
+    /// writer.write_region_of(&Domain::new(vec![2], vec![2]), &[1, 2, 3, 4], &all).unwrap();
+    /// writer.commit().unwrap();
+    /// assert_eq!(array.read(&all).unwrap(), vec![0, 0, 3, 4]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`write_region`](Self::write_region); [`Error::Domain`] also when `region` is not
+    /// inside `data_region`.
+    pub fn write_region_of(
+        &self,
+        region: &Domain,
+        data: &[u8],
+        data_region: &Domain,
+    ) -> Result<()> {
         region.check_inside(&self.shard)?;
+        region.check_inside(data_region)?;
         let elem = self.layout.element_size();
-        let expected = region.size() as usize * elem;
+        let expected = data_region.size() as usize * elem;
         if data.len() != expected {
             return Err(Error::DataLength {
-                region: Box::new(region.clone()),
-                shape: region.shape().to_vec(),
+                region: Box::new(data_region.clone()),
+                shape: data_region.shape().to_vec(),
                 expected,
                 got: data.len(),
             });
@@ -49,7 +77,9 @@ impl ShardWriter {
         for chunk in self.chunk_grid.cells_meeting(region) {
             let piece = chunk.intersect(region).expect("cells meet the region");
             let slot = slot_in_shard(&self.layout, &self.shard, chunk.index().expect("indexed"));
-            let at = piece.relative_to(region).expect("piece inside region");
+            let at = piece
+                .relative_to(data_region)
+                .expect("piece inside the data");
             if piece == chunk {
                 let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
                 if chunk.shape() != full.as_slice() {
@@ -58,7 +88,7 @@ impl ShardWriter {
                 let zero = vec![0; full.len()];
                 copy_block(
                     data,
-                    region.shape(),
+                    data_region.shape(),
                     at.origin(),
                     &mut raw,
                     &full,
@@ -68,7 +98,9 @@ impl ShardWriter {
                 );
                 self.submit(slot, raw)?;
             } else {
-                self.write_partial(slot, chunk, |p| p.write(&self.layout, &piece, data, region))?;
+                self.write_partial(slot, chunk, |p| {
+                    p.write(&self.layout, &piece, data, data_region)
+                })?;
             }
         }
         Ok(())
