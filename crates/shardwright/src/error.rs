@@ -71,9 +71,6 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
-    /// A writer used after it was committed or aborted.
-    #[error("the shard writer for {0} is already closed (committed or aborted)")]
-    Closed(Box<Domain>),
 }
 
 /// The broad class of an [`Error`], for mapping to other error systems (e.g. Python's).
