@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits};
 
-use super::{codec_options, FormatError};
+use super::{codec_options, zstd_context, FormatError};
 use crate::domain::copy::all_equal;
 use crate::layout::Layout;
 
@@ -24,6 +24,28 @@ use crate::layout::Layout;
 /// [`FormatError::RawLength`] for data of the wrong length, [`FormatError::Codec`] if a
 /// codec fails.
 pub fn encode(layout: &Layout, raw: Vec<u8>) -> Result<Option<Vec<u8>>, FormatError> {
+    encode_cow(layout, Cow::Owned(raw))
+}
+
+/// As [`encode`], borrowing the raw chunk (so its buffer can be reused).
+///
+/// ```
+/// use shardwright::format::chunk;
+/// use shardwright::layout::{ArraySpec, Layout};
+/// let json = ArraySpec::new(vec![4], "uint16", vec![2]).to_json().unwrap();
+/// let layout = Layout::from_json(json.as_bytes()).unwrap();
+/// let raw = vec![1, 0, 2, 0];
+/// let encoded = chunk::encode_slice(&layout, &raw).unwrap().unwrap();
+/// assert_eq!(chunk::decode(&layout, &encoded).unwrap(), raw);
+/// ```
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_slice(layout: &Layout, raw: &[u8]) -> Result<Option<Vec<u8>>, FormatError> {
+    encode_cow(layout, Cow::Borrowed(raw))
+}
+
+fn encode_cow(layout: &Layout, raw: Cow<'_, [u8]>) -> Result<Option<Vec<u8>>, FormatError> {
     let expected = layout.raw_chunk_bytes();
     if raw.len() != expected {
         return Err(FormatError::RawLength {
@@ -34,10 +56,13 @@ pub fn encode(layout: &Layout, raw: Vec<u8>) -> Result<Option<Vec<u8>>, FormatEr
     if all_equal(&raw, layout.fill_value_bytes()) {
         return Ok(None);
     }
+    if let Some(settings) = layout.plain_zstd() {
+        return zstd_context::compress(settings, &raw).map(Some);
+    }
     let encoded = layout
         .inner_codecs()
         .encode(
-            ArrayBytes::new_flen(Cow::Owned(raw)),
+            ArrayBytes::new_flen(raw),
             layout.chunk_shape_nz(),
             layout.data_type(),
             layout.fill_value(),

@@ -23,6 +23,7 @@
 pub mod chunk;
 pub mod index;
 pub mod shard;
+mod zstd_context;
 
 /// Errors of the `format` layer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

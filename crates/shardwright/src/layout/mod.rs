@@ -30,7 +30,8 @@ mod parse;
 pub use create::{ArraySpec, Compressor};
 use parse::{
     check_codec_limits, check_codec_names, check_sizes, chunk_key_encoding, codec_chain,
-    index_spec, inner_codecs_metadata, invalid, regular_grid_shape, sharding_config, unsupported,
+    index_spec, inner_codecs_metadata, invalid, plain_zstd, regular_grid_shape, sharding_config,
+    unsupported,
 };
 
 use std::num::NonZeroU64;
@@ -100,6 +101,16 @@ impl IndexSpec {
     }
 }
 
+/// The settings of an inner codec chain that is `bytes` (native little endian) then `zstd`
+/// and nothing else: chunks of such a chain are encoded by compressing their raw bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ZstdSettings {
+    /// The compression level.
+    pub(crate) level: i32,
+    /// Whether frames carry a content checksum.
+    pub(crate) checksum: bool,
+}
+
 /// The layout of one sharded Zarr v3 array. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -116,6 +127,7 @@ pub struct Layout {
     inner_codecs: Arc<CodecChain>,
     index: Option<IndexSpec>,
     key_encoding: ChunkKeyEncoding,
+    plain_zstd: Option<ZstdSettings>,
 }
 
 impl Layout {
@@ -221,11 +233,9 @@ impl Layout {
             .map(|(s, c)| s / c)
             .collect();
         check_sizes(&shape, &shard_shape, &chunk_shape, element_size)?;
-        check_codec_limits(
-            &inner_codecs_metadata(&metadata),
-            &chunk_shape,
-            element_size,
-        )?;
+        let inner_metadata = inner_codecs_metadata(&metadata);
+        check_codec_limits(&inner_metadata, &chunk_shape, element_size)?;
+        let plain_zstd = plain_zstd(&inner_metadata);
         let chunk_shape_nz: Vec<NonZeroU64> = chunk_shape
             .iter()
             .map(|c| NonZeroU64::new(*c).expect("checked non-zero"))
@@ -254,7 +264,13 @@ impl Layout {
             inner_codecs,
             index,
             key_encoding,
+            plain_zstd,
         })
+    }
+
+    /// The zstd settings when the inner chain is `bytes` (native) then `zstd` alone.
+    pub(crate) fn plain_zstd(&self) -> Option<ZstdSettings> {
+        self.plain_zstd
     }
 
     /// The Zarr v3 metadata this layout was read from.

@@ -11,7 +11,9 @@ use zarrs::array::{
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata_ext::codec::sharding::{ShardingCodecConfiguration, ShardingIndexLocation};
 
-use super::{IndexLocation, IndexSpec, LayoutError, MAX_CHUNKS_PER_SHARD, MAX_RAW_CHUNK_BYTES};
+use super::{
+    IndexLocation, IndexSpec, LayoutError, ZstdSettings, MAX_CHUNKS_PER_SHARD, MAX_RAW_CHUNK_BYTES,
+};
 
 pub(super) fn unsupported(what: impl Into<String>) -> LayoutError {
     LayoutError::Unsupported(what.into())
@@ -182,4 +184,31 @@ pub(super) fn index_spec(
         location,
         encoded_size,
     })
+}
+
+/// The settings of an inner chain that is `bytes` (little endian, or no endian for 1-byte
+/// types) followed by `zstd` alone, on a little-endian machine: encoding such a chunk is
+/// compressing its raw bytes, which the `format` layer does with a reused zstd context.
+pub(super) fn plain_zstd(codecs: &[MetadataV3]) -> Option<ZstdSettings> {
+    if !cfg!(target_endian = "little") {
+        return None;
+    }
+    let [bytes, zstd] = codecs else { return None };
+    if bytes.name() != "bytes" || zstd.name() != "zstd" {
+        return None;
+    }
+    let endian = bytes
+        .configuration()
+        .and_then(|c| c.get("endian"))
+        .map(serde_json::Value::as_str);
+    if !matches!(endian, None | Some(Some("little"))) {
+        return None;
+    }
+    let config = zstd.configuration()?;
+    let level = i32::try_from(config.get("level")?.as_i64()?).ok()?;
+    let checksum = match config.get("checksum") {
+        None => false,
+        Some(value) => value.as_bool()?,
+    };
+    Some(ZstdSettings { level, checksum })
 }
