@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import operator
 import os
 import shutil
 import sys
-import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -273,9 +273,11 @@ class Array:
     ) -> dict[str, Any]:
         """Fill the array (or the shards meeting ``within``) chunk by chunk: ``fn(chunk)``
         returns the data of each inner chunk (an array of ``chunk.shape`` or a scalar).
-        ``workers`` shards are written at once (default 2), each stored with one put;
-        encoding runs on all cores. Returns summed stats plus ``shards_written`` and
-        ``seconds``. If ``fn`` raises, shards not yet committed are not stored.
+        ``fn`` runs on the calling thread, chunk after chunk; encoding runs on all cores;
+        each finished shard is stored (one put) on a background thread while the next one
+        fills, with at most ``workers`` shards in flight (default 2: memory holds up to two
+        encoded shards). Returns summed stats plus ``shards_written`` and ``seconds``. If
+        ``fn`` raises, the shard being filled is not stored (shards already complete are).
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/m.zarr", shape=(6, 6), dtype="int32",
@@ -285,36 +287,42 @@ class Array:
         (4, 4, 21)
         """
         shards = list(self.iter_shards(within))
-        n_workers = max(1, workers or 2)
+        in_flight = max(1, workers or 2)
         totals: dict[str, Any] = {"shards_written": 0}
-        lock = threading.Lock()
-        failed = threading.Event()
+        pending: deque[Callable[[], dict[str, int]]] = deque()
         started = time.perf_counter()
 
-        def write_one(shard: Domain) -> None:
-            if failed.is_set():
-                return
-            try:
+        def finish_oldest() -> None:
+            stats = pending.popleft()()
+            totals["shards_written"] += 1
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0) + v
+            if progress:
+                print(
+                    f"\rshardwright: {totals['shards_written']}/{len(shards)} shards",
+                    end="",
+                    file=sys.stderr,
+                )
+
+        # One thread (this one) calls fn chunk after chunk, so fn never contends for the
+        # GIL; each finished shard commits on a background thread while the next fills.
+        try:
+            for shard in shards:
                 with self.write_shard(shard) as w:
                     for chunk in w.inner_chunks():
                         w[chunk] = fn(chunk)
-            except BaseException:
-                failed.set()
-                raise
-            with lock:
-                totals["shards_written"] += 1
-                for k, v in w.stats.items():
-                    totals[k] = totals.get(k, 0) + v
-                if progress:
-                    print(
-                        f"\rshardwright: {totals['shards_written']}/{len(shards)} shards",
-                        end="",
-                        file=sys.stderr,
-                    )
-
-        with ThreadPoolExecutor(n_workers, thread_name_prefix="shardwright") as pool:
-            for future in [pool.submit(write_one, s) for s in shards]:
-                future.result()
+                    commit = w._commit_background()
+                pending.append(commit)
+                while len(pending) >= in_flight:
+                    finish_oldest()
+            while pending:
+                finish_oldest()
+        finally:
+            # After an error, still wait for the commits already started (of complete
+            # shards): no thread outlives this call.
+            for wait in pending:
+                with contextlib.suppress(BaseException):
+                    wait()
         if progress:
             print(file=sys.stderr)
         totals["seconds"] = time.perf_counter() - started

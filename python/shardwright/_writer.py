@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -139,6 +139,18 @@ class ShardWriter(CommitOnExit):
         """Wait for the encodes and store the shard (one put). Returns :attr:`stats`."""
         self._stats = dict(self._core.commit())
         return dict(self._stats)
+
+    def _commit_background(self) -> Callable[[], dict[str, int]]:
+        """Start the commit on a background thread; returns ``wait()``, which blocks
+        (without the GIL) until the shard is stored and returns :attr:`stats`, or raises
+        the commit's error. (Used by ``Array.map_chunks`` to overlap shards.)"""
+        pending = self._core.commit_background()
+
+        def wait() -> dict[str, int]:
+            self._stats = dict(pending.wait())
+            return dict(self._stats)
+
+        return wait
 
     def abort(self) -> None:
         """Drop everything written; nothing is stored."""

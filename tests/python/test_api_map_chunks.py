@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -68,23 +69,51 @@ def test_map_chunks_within(tmp_path):
     assert (a[8:, :6] == 0).all()
 
 
-def test_map_chunks_shards_in_parallel(tmp_path):
-    """With workers=3, three shards are in flight at once (a barrier would time out if
-    the shards were written one after another)."""
+def test_map_chunks_calls_fn_on_the_calling_thread_only(tmp_path):
+    """fn runs chunk after chunk on the caller's thread (so it need not be thread-safe and
+    never contends for the GIL); shards are committed in the background meanwhile."""
     a = sw.create(tmp_path / "a.zarr", shape=(12, 4), dtype="u1", chunks=(2, 2), shards=(4, 4))
-    barrier = threading.Barrier(3, timeout=20)
     threads = set()
+    order = []
 
     def fn(c):
         threads.add(threading.get_ident())
-        if c.origin[1] == 0 and c.origin[0] % 4 == 0:  # the first chunk of each shard
-            barrier.wait()
-        return 1
+        order.append(c.origin)
+        return c.origin[0] + 1
 
     stats = a.map_chunks(fn, workers=3)
-    assert stats["shards_written"] == 3
-    assert len(threads) == 3
-    assert (a[...] == 1).all()
+    assert stats["shards_written"] == 3 and stats["puts"] == 3
+    assert threads == {threading.get_ident()}
+    assert order == sorted(order)  # shard by shard, C order inside each
+    rows = np.arange(12, dtype="u1") // 2 * 2 + 1  # each chunk holds its first row + 1
+    assert (a[...] == rows[:, None]).all()
+
+
+def test_map_chunks_error_keeps_complete_shards_only(tmp_path):
+    """An error in fn for the third shard: the two complete shards (committing in the
+    background) are stored, the third is not; no commit thread outlives the call."""
+    a = sw.create(tmp_path / "a.zarr", shape=(12, 4), dtype="u1", chunks=(2, 2), shards=(4, 4))
+
+    def fn(c):
+        if c.origin == (8, 2):
+            raise KeyError("boom")
+        return 7
+
+    with pytest.raises(KeyError, match="boom"):
+        a.map_chunks(fn, workers=2)
+    assert (a[:8] == 7).all()
+    assert (a[8:] == 0).all()
+    assert not (tmp_path / "a.zarr" / "c" / "2").exists()
+    assert commit_threads() == []
+
+
+def commit_threads():
+    """The engine's background commit threads alive now (Linux: named in /proc)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/comm") as comm:
+            names.append(comm.read().strip())
+    return [n for n in names if n.startswith("shardwright-com")]
 
 
 def test_map_chunks_progress(tmp_path, capsys):

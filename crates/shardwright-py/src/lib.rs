@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<writer::PyShardWriter>()?;
+    m.add_class::<writer::PyPendingCommit>()?;
     m.add_class::<grid::PyGridIter>()?;
     m.add_class::<txn::PyTransaction>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

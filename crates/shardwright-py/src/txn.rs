@@ -60,7 +60,7 @@ impl PyTransaction {
         guard(|| {
             let tx = self.open()?;
             let region = domain(origin, shape)?;
-            let raw = gather(data, &region, self.element_size)?;
+            let raw = gather(data, &region, self.element_size, |n| vec![0; n])?;
             py.detach(|| tx.write(&region, &raw)).py()
         })
     }

@@ -5,7 +5,7 @@ use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use shardwright::domain::copy::gather_strided;
-use shardwright::{Domain, ShardWriter};
+use shardwright::{Domain, PendingCommit, ShardWriter};
 
 use crate::errors::{error, guard, IntoPy};
 use crate::grid::PyGridIter;
@@ -55,6 +55,7 @@ pub(crate) fn gather(
     data: &Bound<'_, PyUntypedArray>,
     region: &Domain,
     element_size: usize,
+    buffer: impl FnOnce(usize) -> Vec<u8>,
 ) -> PyResult<Vec<u8>> {
     let itemsize = data.dtype().itemsize();
     if itemsize != element_size {
@@ -69,7 +70,7 @@ pub(crate) fn gather(
             region.shape()
         )));
     }
-    let mut raw = vec![0u8; region.size() as usize * itemsize];
+    let mut raw = buffer(region.size() as usize * itemsize);
     // SAFETY: the array is alive and the GIL is held for the whole copy; numpy
     // guarantees every element inside its shape and strides is readable.
     unsafe {
@@ -138,7 +139,7 @@ impl PyShardWriter {
         guard(|| {
             let writer = self.open()?;
             let region = domain(origin, shape)?;
-            let raw = gather(data, &region, self.element_size)?;
+            let raw = gather(data, &region, self.element_size, |n| writer.buffer(n))?;
             py.detach(|| writer.write_owned(&region, raw)).py()
         })
     }
@@ -168,10 +169,47 @@ impl PyShardWriter {
         })
     }
 
+    /// Commit on a background thread: returns at once a handle whose `wait()` gives the
+    /// commit statistics (or raises the commit's error). The shard is stored only when
+    /// `wait()` returns.
+    fn commit_background(&mut self) -> PyResult<PyPendingCommit> {
+        let writer = self.take()?;
+        Ok(PyPendingCommit {
+            pending: Some(writer.commit_background()),
+        })
+    }
+
     /// Drop everything written; nothing is stored.
     fn abort(&mut self) -> PyResult<()> {
         self.open()?;
         self.inner = None;
         Ok(())
+    }
+}
+
+/// A commit running on a background thread.
+#[pyclass(module = "shardwright._core", name = "PendingCommit")]
+pub(crate) struct PyPendingCommit {
+    pending: Option<PendingCommit>,
+}
+
+#[pymethods]
+impl PyPendingCommit {
+    /// Whether `wait()` was called already.
+    #[getter]
+    fn done(&self) -> bool {
+        self.pending.is_none()
+    }
+
+    /// Wait for the commit (without the GIL); returns its statistics or raises its error.
+    fn wait<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            let pending = self
+                .pending
+                .take()
+                .ok_or_else(|| error("this commit was already waited for"))?;
+            let stats = py.detach(|| pending.wait()).py()?;
+            stats_dict(py, &stats)
+        })
     }
 }

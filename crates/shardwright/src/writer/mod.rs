@@ -197,6 +197,28 @@ impl ShardWriter {
         self.chunk_grid.cells_meeting(&self.shard)
     }
 
+    /// A zeroed buffer of `len` bytes for [`write_chunk_owned`](Self::write_chunk_owned)
+    /// or [`write_owned`](Self::write_owned): the buffer of an inner chunk whose encode
+    /// finished, when one is free, so that writing chunk after chunk reuses the same few
+    /// buffers instead of allocating (and page-faulting) a new one each time.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let array = Array::create(Arc::new(MemoryStore::new()), "", &ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![4])).unwrap();
+    /// # let writer = array.shard_writer(&array.shards().next().unwrap()).unwrap();
+    /// for chunk in writer.inner_chunks() {
+    ///     let mut raw = writer.buffer(chunk.size() as usize);
+    ///     raw.fill(9);
+    ///     writer.write_chunk_owned(&chunk, raw).unwrap();
+    /// }
+    /// assert_eq!(writer.commit().unwrap().chunks_written, 2);
+    /// ```
+    #[must_use]
+    pub fn buffer(&self, len: usize) -> Vec<u8> {
+        self.slots.buffer(len)
+    }
+
     /// How many inner chunks have been written whole so far.
     #[must_use]
     pub fn chunks_written(&self) -> usize {

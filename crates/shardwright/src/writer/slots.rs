@@ -57,6 +57,9 @@ pub(crate) struct SlotTable {
     table: Mutex<Table>,
     changed: Condvar,
     max_in_flight: usize,
+    /// Raw buffers whose encode finished, kept for the next chunks: a fresh 64 KiB buffer
+    /// per chunk made glibc grow and trim its heap, a page fault per 4 KiB each time.
+    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 impl SlotTable {
@@ -73,11 +76,38 @@ impl SlotTable {
             }),
             changed: Condvar::new(),
             max_in_flight: max_in_flight.max(1),
+            spare: Mutex::new(Vec::new()),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A zeroed buffer of `len` bytes, reusing the buffer of a finished encode when one
+    /// is large enough.
+    pub(crate) fn buffer(&self, len: usize) -> Vec<u8> {
+        let reused = {
+            let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+            let fits = spare.iter().rposition(|b| b.capacity() >= len);
+            fits.map(|i| spare.swap_remove(i))
+        };
+        match reused {
+            Some(mut buffer) => {
+                buffer.clear();
+                buffer.resize(len, 0);
+                buffer
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keep `buffer` for [`buffer`](Self::buffer), at most `max_in_flight` of them.
+    fn recycle(&self, buffer: Vec<u8>) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < self.max_in_flight {
+            spare.push(buffer);
+        }
     }
 
     /// Hand `raw` (one full inner chunk) to the pool for encoding into `slot`. Waits first
@@ -113,9 +143,10 @@ impl SlotTable {
         let task = move || {
             // A panic in a codec must not take the process down: it becomes an error.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                chunk::encode(&layout, raw)
+                chunk::encode_slice(&layout, &raw)
             }))
             .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&panic))));
+            this.recycle(raw);
             let mut table = this.lock();
             table.in_flight -= 1;
             table.raw_in_flight -= raw_len;
