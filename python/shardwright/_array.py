@@ -275,9 +275,9 @@ class Array:
         returns the data of each inner chunk (an array of ``chunk.shape`` or a scalar).
         ``fn`` runs on the calling thread, chunk after chunk; encoding runs on all cores;
         each finished shard is stored (one put) on a background thread while the next one
-        fills, with at most ``workers`` shards in flight (default 2: memory holds up to two
-        encoded shards). Returns summed stats plus ``shards_written`` and ``seconds``. If
-        ``fn`` raises, the shard being filled is not stored (shards already complete are).
+        fills, with at most ``workers`` shards in flight (default 2). Returns summed stats
+        plus ``shards_written`` and ``seconds``. If ``fn`` raises, the shard being filled
+        is not stored (shards already complete are).
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/m.zarr", shape=(6, 6), dtype="int32",

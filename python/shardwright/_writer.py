@@ -57,11 +57,14 @@ def write_region(core: Any, region: Domain, value: np.ndarray | bytes) -> None:
 class ShardWriter(CommitOnExit):
     """Writes the inner chunks of one shard, then stores the shard with one put.
 
-    The guarantee: nothing reaches storage before :meth:`commit` (or the end of a ``with``
-    block); an exception inside the block stores nothing. ``w[chunk] = data`` copies the
-    data (you may reuse your buffer) and returns at once: encoding runs on Rust threads
-    without the GIL, overlapping your computation of the next chunk. When the encoders
-    fall behind, the assignment waits (that bounds memory).
+    The guarantee: nothing is visible under the shard's key before :meth:`commit` (or the
+    end of a ``with`` block); an exception inside the block stores nothing. ``w[chunk] =
+    data`` copies the data (you may reuse your buffer) and returns at once: encoding runs
+    on Rust threads without the GIL, overlapping your computation of the next chunk. When
+    the encoders fall behind, the assignment waits (that bounds memory). Encoded chunks are
+    streamed, a megabyte at a time, to a hidden temporary file next to the shard (removed
+    if the block raises); the commit adds the index, flushes it to disk and renames it
+    onto the shard's key.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(8, 8), dtype="uint8",

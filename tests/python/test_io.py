@@ -3,9 +3,11 @@
 
 Markers: the child tries to open ``/nonexistent-shardwright-marker/<label>`` (which fails
 with ENOENT but shows up as an ``openat`` in the log) right after entering a write block,
-right before leaving it, and after it has exited. The shard's I/O must lie between the
-second and the third marker, and be one temp file opened for writing in the shard's
-folder, then one rename onto the shard key.
+right before leaving it, and after it has exited. The shard's I/O must be one temp file
+opened for writing in the shard's folder, then one rename onto the shard key after the
+block's exit. The temp file is opened at the exit, or inside the block for a shard whose
+encoded chunks pass the writer's 1 MiB staging buffer (they are streamed to it as they
+are encoded); the shard key itself is never touched before the exit.
 """
 
 from __future__ import annotations
@@ -59,9 +61,13 @@ for step in plan:
             chunks = list(w.inner_chunks())
             if op == "partial":
                 chunks = chunks[: step.get("n", 1)]
+            rng = np.random.default_rng(0)
             for c in chunks:
-                w[c] = np.full(c.shape, step.get("value", 1), a.dtype)
-            if op == "fail":
+                if op in ("noise", "noise_fail"):
+                    w[c] = rng.integers(0, 2**16, size=c.shape, dtype=a.dtype)
+                else:
+                    w[c] = np.full(c.shape, step.get("value", 1), a.dtype)
+            if op in ("fail", "noise_fail"):
                 raise RuntimeError("failure inside the block")
             mark(f"{label}-exit")
     except RuntimeError:
@@ -211,12 +217,19 @@ def shard_key(root: Path, index) -> str:
     return str(root.resolve().joinpath("c", *map(str, index)))
 
 
-def check_one_atomic_write(after: list[Event], key: str, *, existing: bool) -> None:
-    """``after`` (the events from a block's exit on) hold exactly one atomic write of
-    ``key``: one temp file opened for writing in its folder, then one rename onto it;
-    the key itself read at most once (only when the shard existed) and never written
-    in place or removed."""
+def check_one_atomic_write(
+    after: list[Event], key: str, *, existing: bool, inside: list[Event] | None = None
+) -> None:
+    """``inside`` (the events of a block, if it streamed) and ``after`` (from the block's
+    exit on) hold exactly one atomic write of ``key``: one temp file opened for writing in
+    its folder, then one rename onto it after the exit; the key itself read at most once
+    (only when the shard existed), after the exit, and never written in place or removed."""
     folder = os.path.dirname(key)
+    inside = inside or []
+    assert all(e.writes and e.paths[0].endswith(".shardwright-tmp") for e in inside), [
+        e.args for e in inside
+    ]
+    after = inside + after
     temp_opens = [e for e in after if e.writes]
     assert len(temp_opens) == 1, [e.args for e in temp_opens]
     temp = temp_opens[0].paths[0]
@@ -233,7 +246,7 @@ def check_one_atomic_write(after: list[Event], key: str, *, existing: bool) -> N
     key_reads = [e for e in after if e.reads and key in e.paths]
     if existing:
         assert len(key_reads) == 1, [e.args for e in key_reads]
-        assert key_reads[0].seq < temp_opens[0].seq
+        assert key_reads[0].seq < renames[0].seq
     else:
         assert key_reads == [], [e.args for e in key_reads]
     assert not any(e.is_unlink and key in e.paths for e in after)
@@ -290,6 +303,39 @@ def test_one_atomic_write_per_new_shard(tmp_path):
     assert sorted(e.paths[-1] for e in renames) == sorted(shard_key(root, s["shard"]) for s in plan)
     assert temp_files(root) == []
     assert (a[0:8, 0:8] == 1).all() and (a[16:20, 0:8] == 1).all()
+
+
+def test_a_large_shard_streams_to_its_temp_file_inside_the_block(tmp_path):
+    """4 MiB of noise per shard (64 chunks; the first MiB is staged after 16): encoded
+    chunks reach the temp file while the block runs;
+    the key appears only with the rename after the exit. A block that raises after
+    streaming leaves no temp file and no shard."""
+    settings = {"shape": (256, 128, 128), "chunks": (32, 32, 32), "shards": (128, 128, 128)}
+    root, a = make_array(tmp_path, **settings)
+    plan = [
+        {"op": "noise", "shard": [0, 0, 0], "label": "big"},
+        {"op": "noise_fail", "shard": [1, 0, 0], "label": "bigfail"},
+    ]
+    trace, results = run_traced(tmp_path, root, plan)
+    inside, after = trace.window("big")
+    assert len(inside) == 1, [e.args for e in inside]  # the temp file, opened while writing
+    check_one_atomic_write(after, shard_key(root, (0, 0, 0)), existing=False, inside=inside)
+    assert results["big"]["puts"] == 1 and results["big"]["bytes_written"] > 2**22
+    assert results["bigfail"] == "raised"
+    inside, after = trace.window("bigfail")
+    events = inside + after  # the abort (in the block's __exit__) comes before the marker
+    assert [e.name for e in events][:1] == ["openat"] and events[0].writes
+    temp = events[0].paths[0]
+    assert temp.endswith(".shardwright-tmp")
+    assert [e.is_unlink for e in events[1:]] == [True] and events[1].paths == [temp]
+    assert temp_files(root) == []
+    assert not Path(shard_key(root, (1, 0, 0))).exists()
+    rng = np.random.default_rng(0)
+    expected = np.stack(
+        [rng.integers(0, 2**16, size=(32, 32, 32), dtype="uint16") for _ in range(64)]
+    )
+    np.testing.assert_array_equal(a[0:32, 0:32, 0:32], expected[0])
+    np.testing.assert_array_equal(a[96:128, 96:128, 96:128], expected[63])
 
 
 def test_partial_write_of_existing_shard_reads_it_once(tmp_path):

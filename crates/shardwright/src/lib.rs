@@ -54,6 +54,6 @@ pub use array::Array;
 pub use domain::{Domain, Grid};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{ArraySpec, Compressor, IndexLocation, Layout};
-pub use store::{FilesystemStore, InstrumentedStore, MemoryStore, Store};
+pub use store::{FilesystemStore, InstrumentedStore, MemoryStore, Store, Upload};
 pub use txn::{Transaction, TransactionOptions, TransactionStats};
 pub use writer::{CommitStats, PendingCommit, ShardWriter, WriterOptions};

@@ -98,7 +98,10 @@ impl Transaction {
     /// A transaction over `array`; nothing is read or stored until a write needs it.
     #[must_use]
     pub fn new(array: Array, options: TransactionOptions) -> Self {
-        let array = array.with_options(options.writer.clone());
+        // Writers keep their encoded chunks in memory (counted by the memory limit) rather
+        // than streaming them: a transaction holds many shards open at once, and a stream
+        // per shard would hold a file (or multipart upload) per shard.
+        let array = array.with_options(options.writer.clone().stream(false));
         Self {
             array,
             options,

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{check_key, check_range, Store, StoreError, Version};
+use super::{check_key, check_range, Store, StoreError, Upload, Version};
 
 /// The suffix of temporary files; a file with it is never a chunk key that a Zarr
 /// reader looks for, and names start with `.` so listings skip them.
@@ -63,6 +63,14 @@ impl FilesystemStore {
         parts: &[&[u8]],
         condition: Option<Option<&Version>>,
     ) -> Result<(), StoreError> {
+        let mut upload = self.upload(key)?;
+        upload.append(parts)?;
+        upload.complete(condition)
+        // An upload that did not complete removes its temporary file when dropped.
+    }
+
+    /// A new temporary file next to `key`'s path.
+    fn upload(&self, key: &str) -> Result<FileUpload, StoreError> {
         let path = self.path(key)?;
         let folder = path
             .parent()
@@ -78,37 +86,20 @@ impl FilesystemStore {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let mut conflict = false;
-        let mut write = || -> std::io::Result<()> {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)?;
-            write_all_vectored(&mut file, parts)?;
-            file.sync_all()?;
-            drop(file);
-            let dir = File::open(&folder)?;
-            dir.lock()?;
-            if let Some(expected) = condition {
-                if current_version(&path)?.as_ref() != expected {
-                    conflict = true;
-                    return Err(std::io::Error::other("conflict"));
-                }
-            }
-            fs::rename(&temp, &path)?;
-            // Make the rename itself durable; the lock goes with the descriptor.
-            dir.sync_all()
-        };
-        let result = write();
-        result.map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            if conflict {
-                StoreError::Conflict {
-                    key: key.to_string(),
-                }
-            } else {
-                StoreError::io(key, e)
-            }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| StoreError::io(key, e))?;
+        Ok(FileUpload {
+            key: key.to_string(),
+            path,
+            folder,
+            temp,
+            file,
+            len: 0,
+            done: false,
         })
     }
 
@@ -122,7 +113,107 @@ impl FilesystemStore {
     }
 }
 
+/// A streaming upload: a hidden temporary file in the key's folder, renamed onto the key
+/// at completion (after fsync, under the folder's lock), removed if dropped before.
+#[derive(Debug)]
+struct FileUpload {
+    key: String,
+    path: PathBuf,
+    folder: PathBuf,
+    temp: PathBuf,
+    file: File,
+    len: u64,
+    done: bool,
+}
+
+impl FileUpload {
+    fn io(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::io(&self.key, e)
+    }
+
+    fn check_open(&self) -> Result<(), StoreError> {
+        if self.done {
+            return Err(self.io("the upload is already complete"));
+        }
+        Ok(())
+    }
+}
+
+impl Upload for FileUpload {
+    fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.check_open()?;
+        write_all_vectored(&mut self.file, parts).map_err(|e| self.io(e))?;
+        let start = self.len;
+        self.len += parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        start_writeback(&self.file, start, self.len - start);
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
+        use std::os::unix::fs::FileExt;
+        check_range(&self.key, &range, self.len)?;
+        let mut buffer = vec![0u8; (range.end - range.start) as usize];
+        self.file
+            .read_exact_at(&mut buffer, range.start)
+            .map_err(|e| self.io(e))?;
+        Ok(buffer)
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<(), StoreError> {
+        self.check_open()?;
+        let len = len.min(self.len);
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.seek(SeekFrom::Start(len)))
+            .map_err(|e| self.io(e))?;
+        self.len = len;
+        Ok(())
+    }
+
+    fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
+        self.check_open()?;
+        self.file.sync_all().map_err(|e| self.io(e))?;
+        let dir = File::open(&self.folder).map_err(|e| self.io(e))?;
+        dir.lock().map_err(|e| self.io(e))?;
+        if let Some(expected) = condition {
+            if current_version(&self.path)
+                .map_err(|e| self.io(e))?
+                .as_ref()
+                != expected
+            {
+                return Err(StoreError::Conflict {
+                    key: self.key.clone(),
+                });
+            }
+        }
+        fs::rename(&self.temp, &self.path).map_err(|e| self.io(e))?;
+        self.done = true;
+        // Make the rename itself durable; the lock goes with the descriptor.
+        dir.sync_all().map_err(|e| self.io(e))
+    }
+}
+
+impl Drop for FileUpload {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
 impl Store for FilesystemStore {
+    fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
+        Ok(Some(Box::new(self.upload(key)?)))
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.path(key)?;
         match fs::read(&path) {
@@ -250,6 +341,25 @@ fn current_version(path: &Path) -> std::io::Result<Option<Version>> {
         Err(e) => Err(e),
     }
 }
+
+/// Ask the kernel to start writing `len` bytes at `offset` of `file` to disk now, without
+/// waiting, so the fsync at completion has little left to do (measured: 6 ms per 10 MiB
+/// shard otherwise). Only a hint: errors are ignored, and the fsync still decides.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: the descriptor is open for the duration of the call; the call reads no
+    // memory of ours.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
 
 /// Write every part with as few system calls as the kernel allows (one `writev` per 1024
 /// parts, the kernel's limit of slices per call), rather than one `write` per chunk.

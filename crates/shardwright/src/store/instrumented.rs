@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use super::{Store, StoreError, Version};
+use super::{Store, StoreError, Upload, Version};
 
 /// One call seen by an [`InstrumentedStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +65,66 @@ impl IoCounts {
 #[derive(Debug)]
 pub struct InstrumentedStore {
     inner: Arc<dyn Store>,
-    state: Mutex<(IoCounts, Vec<IoEvent>)>,
+    state: Arc<Mutex<State>>,
+}
+
+type State = (IoCounts, Vec<IoEvent>);
+
+fn record(state: &Mutex<State>, event: IoEvent, count: impl FnOnce(&mut IoCounts)) {
+    let mut state = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    count(&mut state.0);
+    state.1.push(event);
+}
+
+/// An upload through an [`InstrumentedStore`]: its completion is counted as one put (or
+/// one conditional put) of the whole value, like a `put` of the same bytes.
+#[derive(Debug)]
+struct InstrumentedUpload {
+    inner: Box<dyn Upload>,
+    key: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl Upload for InstrumentedUpload {
+    fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.inner.append(parts)
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
+        self.inner.read(range)
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<(), StoreError> {
+        self.inner.truncate(len)
+    }
+
+    fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
+        let n = self.inner.len();
+        let result = self.inner.complete(condition);
+        let conflict = matches!(result, Err(StoreError::Conflict { .. }));
+        let key = self.key.clone();
+        let event = match condition {
+            None => IoEvent::Put(key, n),
+            Some(_) => IoEvent::PutIf(key, n),
+        };
+        if result.is_ok() || conflict {
+            record(&self.state, event, |c| {
+                c.puts += 1;
+                if conflict {
+                    c.conflicts += 1;
+                } else {
+                    c.bytes_written += n;
+                }
+            });
+        }
+        result
+    }
 }
 
 impl InstrumentedStore {
@@ -73,7 +132,7 @@ impl InstrumentedStore {
     pub fn new(inner: Arc<dyn Store>) -> Self {
         Self {
             inner,
-            state: Mutex::new((IoCounts::default(), Vec::new())),
+            state: Arc::new(Mutex::new((IoCounts::default(), Vec::new()))),
         }
     }
 
@@ -101,13 +160,25 @@ impl InstrumentedStore {
     }
 
     fn record(&self, event: IoEvent, count: impl FnOnce(&mut IoCounts)) {
-        let mut state = self.lock();
-        count(&mut state.0);
-        state.1.push(event);
+        record(&self.state, event, count);
     }
 }
 
 impl Store for InstrumentedStore {
+    fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
+        Ok(self.inner.begin_upload(key)?.map(|inner| {
+            Box::new(InstrumentedUpload {
+                inner,
+                key: key.to_string(),
+                state: Arc::clone(&self.state),
+            }) as Box<dyn Upload>
+        }))
+    }
+
+    fn streams(&self) -> bool {
+        self.inner.streams()
+    }
+
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let value = self.inner.get(key)?;
         let n = value.as_ref().map_or(0, |v| v.len() as u64);

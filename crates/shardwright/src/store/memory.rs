@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{check_key, check_range, Store, StoreError, Version};
+use super::{check_key, check_range, Store, StoreError, Upload, Version};
 
 /// A store that keeps values in memory, for tests and scratch arrays.
 ///
@@ -16,7 +16,84 @@ use super::{check_key, check_range, Store, StoreError, Version};
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    values: Mutex<BTreeMap<String, (Vec<u8>, u64)>>,
+    values: Arc<Mutex<Values>>,
+}
+
+type Values = BTreeMap<String, (Vec<u8>, u64)>;
+
+fn lock(values: &Mutex<Values>) -> MutexGuard<'_, Values> {
+    values.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Put `value` at `key` if the version there is `expected` (or in any case, with `None`).
+fn store_if(
+    values: &Mutex<Values>,
+    key: &str,
+    value: Vec<u8>,
+    condition: Option<Option<&Version>>,
+) -> Result<(), StoreError> {
+    let mut values = lock(values);
+    if let Some(expected) = condition {
+        let current = values.get(key).map(|(_, n)| Version(n.to_string()));
+        if current.as_ref() != expected {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+            });
+        }
+    }
+    values.insert(key.to_string(), (value, next_version()));
+    Ok(())
+}
+
+/// A streaming upload into a [`MemoryStore`]: a buffer moved in at completion.
+#[derive(Debug)]
+struct MemoryUpload {
+    values: Arc<Mutex<Values>>,
+    key: String,
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl Upload for MemoryUpload {
+    fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.check_open()?;
+        for part in parts {
+            self.buffer.extend_from_slice(part);
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.buffer.len() as u64
+    }
+
+    fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
+        check_range(&self.key, &range, self.len())?;
+        Ok(self.buffer[range.start as usize..range.end as usize].to_vec())
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<(), StoreError> {
+        self.check_open()?;
+        self.buffer.truncate(len as usize);
+        Ok(())
+    }
+
+    fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
+        self.check_open()?;
+        store_if(&self.values, &self.key, self.buffer.clone(), condition)?;
+        self.done = true;
+        self.buffer = Vec::new();
+        Ok(())
+    }
+}
+
+impl MemoryUpload {
+    fn check_open(&self) -> Result<(), StoreError> {
+        if self.done {
+            return Err(StoreError::io(&self.key, "the upload is already complete"));
+        }
+        Ok(())
+    }
 }
 
 static NEXT_VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -38,14 +115,26 @@ impl MemoryStore {
         self.lock().keys().cloned().collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Vec<u8>, u64)>> {
-        self.values
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Values> {
+        lock(&self.values)
     }
 }
 
 impl Store for MemoryStore {
+    fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
+        check_key(key)?;
+        Ok(Some(Box::new(MemoryUpload {
+            values: Arc::clone(&self.values),
+            key: key.to_string(),
+            buffer: Vec::new(),
+            done: false,
+        })))
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         check_key(key)?;
         Ok(self.lock().get(key).map(|(v, _)| v.clone()))
@@ -66,15 +155,7 @@ impl Store for MemoryStore {
         expected: Option<&Version>,
     ) -> Result<(), StoreError> {
         check_key(key)?;
-        let mut values = self.lock();
-        let current = values.get(key).map(|(_, n)| Version(n.to_string()));
-        if current.as_ref() != expected {
-            return Err(StoreError::Conflict {
-                key: key.to_string(),
-            });
-        }
-        values.insert(key.to_string(), (parts.concat(), next_version()));
-        Ok(())
+        store_if(&self.values, key, parts.concat(), Some(expected))
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {

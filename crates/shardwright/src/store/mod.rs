@@ -1,6 +1,7 @@
 //! A small trait over storage, and its backends.
 //!
-//! [`Store`] has what shard writing needs: get, ranged get, size, an atomic put, delete.
+//! [`Store`] has what shard writing needs: get, ranged get, size, an atomic put, delete,
+//! conditional put and delete, and streaming uploads ([`Upload`]).
 //! Backends: [`FilesystemStore`] (atomic put: temp file in the same folder, fsync, rename),
 //! [`MemoryStore`], and [`InstrumentedStore`], which wraps another and counts calls and
 //! bytes (tests use it to prove the I/O invariants).
@@ -78,8 +79,76 @@ impl StoreError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Version(pub String);
 
+/// A value written piece by piece (a streaming upload): nothing is visible under its key
+/// until [`complete`](Upload::complete) succeeds, and dropping an upload that did not
+/// complete removes what was written. Shard writers append encoded chunks as they finish,
+/// so memory holds a few chunks rather than the encoded shard.
+///
+/// ```
+/// use shardwright::store::{MemoryStore, Store};
+/// let store = MemoryStore::new();
+/// let mut upload = store.begin_upload("a/b").unwrap().expect("the memory store streams");
+/// upload.append(&[b"hello ", b"world"]).unwrap();
+/// assert_eq!(upload.read(6..11).unwrap(), b"world");
+/// assert!(store.get("a/b").unwrap().is_none()); // not visible yet
+/// upload.complete(None).unwrap();
+/// assert_eq!(store.get("a/b").unwrap().unwrap(), b"hello world");
+/// ```
+pub trait Upload: Send + fmt::Debug {
+    /// Append the concatenation of `parts`.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError>;
+
+    /// The number of bytes appended (and not truncated) so far.
+    fn len(&self) -> u64;
+
+    /// Whether nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes `range` of what was appended.
+    ///
+    /// # Errors
+    /// [`StoreError::Range`] past the end; [`StoreError`] if the backend fails.
+    fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError>;
+
+    /// Keep only the first `len` bytes (to redo what followed, e.g. a merge retried
+    /// after a conflict).
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn truncate(&mut self, len: u64) -> Result<(), StoreError>;
+
+    /// Make what was appended the value at the key, atomically. `condition`: `None` to
+    /// replace whatever is there; `Some(expected)` to store only if the value is still
+    /// `expected` (as [`Store::put_if`]). After a [`StoreError::Conflict`] the upload is
+    /// still usable (truncate and complete again); after success it is finished.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] if the condition fails; [`StoreError`] if the backend fails.
+    fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError>;
+}
+
 /// Storage for shards and metadata. Every method is safe to call from many threads.
 pub trait Store: Send + Sync + fmt::Debug {
+    /// Start a streaming upload to `key`, or `None` if this store has none (callers then
+    /// assemble the value in memory and [`put`](Store::put) it). The default: none.
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails.
+    fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
+        check_key(key)?;
+        Ok(None)
+    }
+
+    /// Whether [`begin_upload`](Store::begin_upload) returns uploads.
+    fn streams(&self) -> bool {
+        false
+    }
+
     /// The whole value at `key`, or `None` if there is none.
     ///
     /// # Errors

@@ -6,14 +6,14 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::partial::PartialChunk;
-use super::slots::Slot;
+use super::slots::{Finished, Slot};
 use super::WriterOptions;
 use crate::domain::copy::fill;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::format::{chunk, shard, FormatError};
+use crate::format::{chunk, index, shard, FormatError};
 use crate::layout::Layout;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, Upload};
 
 /// What one commit did.
 ///
@@ -97,14 +97,14 @@ fn stored_ranges(layout: &Layout, bytes: &[u8]) -> Result<Vec<Option<Range<usize
 
 pub(super) fn commit(
     target: &Target<'_>,
-    slots: Vec<Slot>,
+    finished: Finished,
     partials: BTreeMap<usize, PartialChunk>,
 ) -> Result<CommitStats> {
     let layout = target.layout;
     let mut stats = CommitStats::default();
-    for slot in &slots {
+    for slot in &finished.slots {
         match slot {
-            Slot::Encoded(_) => stats.chunks_written += 1,
+            Slot::Encoded(_) | Slot::Spilled { .. } => stats.chunks_written += 1,
             Slot::Empty => {
                 stats.chunks_written += 1;
                 stats.chunks_empty += 1;
@@ -117,14 +117,29 @@ pub(super) fn commit(
     if stats.chunks_written == 0 && partials.is_empty() {
         return Ok(stats);
     }
+    // Chunks written twice left bytes in the upload that nothing points to: store the
+    // shard from memory instead (rare: it costs reading the spilled chunks back).
+    let (slots, mut upload) = if finished.dead > 0 {
+        (finished.into_memory()?, None)
+    } else {
+        (finished.slots, finished.upload)
+    };
+    let base = upload.as_ref().map_or(0, |u| u.len());
     let needs_read = !partials.is_empty()
         || slots.iter().enumerate().any(|(i, s)| {
             matches!(s, Slot::Unwritten) && slot_meets_array(layout, target.shard, i)
         });
     if !needs_read {
         // Every chunk is new: no read, and an unconditional put.
-        let chunks: Vec<Option<&[u8]>> = slots.iter().map(encoded).collect();
-        store(target, &chunks, None, &mut stats)?;
+        let pieces: Vec<Piece<'_>> = slots.iter().map(Piece::of).collect();
+        store(
+            target,
+            &pieces,
+            upload.as_deref_mut(),
+            base,
+            None,
+            &mut stats,
+        )?;
         return Ok(stats);
     }
 
@@ -179,20 +194,28 @@ pub(super) fn commit(
         let completed: BTreeMap<usize, Option<Vec<u8>>> =
             completed.into_iter().map(|(s, _, e)| (s, e)).collect();
 
-        let chunks: Vec<Option<&[u8]>> = slots
+        let pieces: Vec<Piece<'_>> = slots
             .iter()
             .enumerate()
             .map(|(i, slot)| match (slot, completed.get(&i)) {
-                (_, Some(done)) => done.as_deref(),
+                (_, Some(done)) => done.as_deref().map_or(Piece::Empty, Piece::Bytes),
                 (Slot::Unwritten, None) => {
                     let kept = stored_chunk(i);
                     attempt.chunks_kept += u64::from(kept.is_some());
-                    kept
+                    kept.map_or(Piece::Empty, Piece::Bytes)
                 }
-                (slot, None) => encoded(slot),
+                (slot, None) => Piece::of(slot),
             })
             .collect();
-        match store(target, &chunks, Some(version.as_ref()), &mut attempt) {
+        let condition = Some(version.as_ref());
+        match store(
+            target,
+            &pieces,
+            upload.as_deref_mut(),
+            base,
+            condition,
+            &mut attempt,
+        ) {
             Ok(()) => return Ok(attempt),
             Err(Error::Store(StoreError::Conflict { .. })) => {
                 stats = attempt;
@@ -229,23 +252,42 @@ pub(crate) fn in_shard(err: FormatError, key: &str) -> FormatError {
     }
 }
 
-fn encoded(slot: &Slot) -> Option<&[u8]> {
-    match slot {
-        Slot::Encoded(bytes) => Some(bytes),
-        _ => None,
+/// What one slot of the stored shard holds.
+#[derive(Debug, Clone, Copy)]
+enum Piece<'a> {
+    /// Nothing (an empty slot).
+    Empty,
+    /// These encoded bytes (in memory).
+    Bytes(&'a [u8]),
+    /// Bytes already in the upload.
+    Uploaded { offset: u64, len: u64 },
+}
+
+impl<'a> Piece<'a> {
+    fn of(slot: &'a Slot) -> Self {
+        match slot {
+            Slot::Encoded(bytes) => Piece::Bytes(bytes),
+            &Slot::Spilled { offset, len } => Piece::Uploaded { offset, len },
+            _ => Piece::Empty,
+        }
     }
 }
 
-/// Store the shard made of `chunks` (one per slot; `None`: empty): one put, or one delete
-/// when every slot is empty. With `condition`, the put is conditional on that version.
+/// Store the shard made of `pieces` (one per slot): one put, or one delete when every
+/// slot is empty. With an `upload` (holding the `Uploaded` pieces in its first `base`
+/// bytes), the in-memory pieces and the index are appended to it and it completes;
+/// otherwise the shard is assembled and put. With `condition`, the put (or delete) is
+/// conditional on that version.
 fn store(
     target: &Target<'_>,
-    chunks: &[Option<&[u8]>],
+    pieces: &[Piece<'_>],
+    upload: Option<&mut (dyn Upload + 'static)>,
+    base: u64,
     condition: Option<Option<&crate::store::Version>>,
     stats: &mut CommitStats,
 ) -> Result<()> {
     let (store, key) = (target.store, target.key);
-    if chunks.iter().all(Option::is_none) {
+    if pieces.iter().all(|p| matches!(p, Piece::Empty)) {
         // A merge that leaves nothing deletes only what it read: another writer's newer
         // shard must not vanish.
         match condition {
@@ -255,9 +297,42 @@ fn store(
         stats.deletes += 1;
         return Ok(());
     }
+    if let Some(upload) = upload {
+        upload.truncate(base)?;
+        let mut offset = base;
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let entries: Vec<(u64, u64)> = pieces
+            .iter()
+            .map(|piece| match *piece {
+                Piece::Empty => index::EMPTY,
+                Piece::Uploaded { offset, len } => (offset, len),
+                Piece::Bytes(bytes) => {
+                    parts.push(bytes);
+                    offset += bytes.len() as u64;
+                    (offset - bytes.len() as u64, bytes.len() as u64)
+                }
+            })
+            .collect();
+        let index = index::encode(target.layout, &entries)?;
+        parts.push(&index);
+        upload.append(&parts)?;
+        let n = upload.len();
+        upload.complete(condition)?;
+        stats.puts += 1;
+        stats.bytes_written += n;
+        return Ok(());
+    }
+    let chunks: Vec<Option<&[u8]>> = pieces
+        .iter()
+        .map(|piece| match *piece {
+            Piece::Bytes(bytes) => Some(bytes),
+            Piece::Empty => None,
+            Piece::Uploaded { .. } => unreachable!("uploaded pieces come with their upload"),
+        })
+        .collect();
     let assembled;
     let parts: Vec<&[u8]> = if target.layout.is_sharded() {
-        assembled = shard::assemble(target.layout, chunks)?;
+        assembled = shard::assemble(target.layout, &chunks)?;
         assembled.parts()
     } else {
         vec![chunks[0].expect("not all empty")]

@@ -4,12 +4,16 @@
 //! `write_chunk` copies the data into an owned buffer (padded with the fill value where
 //! the chunk is clipped at the array edge), hands it to an encode task on a rayon pool and
 //! returns; when `max_in_flight` raw chunks are already waiting, it waits first — that
-//! backpressure is what bounds memory to the encoded shard plus a few raw chunks. Encoded
-//! chunks equal to the fill value are kept as empty slots.
+//! backpressure is what bounds memory. Encoded chunks equal to the fill value are kept as
+//! empty slots. With a store that streams and the index at the end of the shard (see
+//! [`WriterOptions::stream`]), encoded chunks are appended to an upload as they finish, in
+//! the order they were written, through a 1 MiB staging buffer, so memory holds about a
+//! megabyte plus the raw chunks in flight; otherwise the encoded chunks stay in memory.
 //!
 //! At commit the writer waits for its encode tasks, then:
-//! - every inner chunk that meets the array was written: the shard is assembled in C
-//!   order and stored with one put and no get (one delete instead if every chunk is empty);
+//! - every inner chunk that meets the array was written: the shard (chunks in the order
+//!   written, then the index) is stored with one put — completing the upload — and no get
+//!   (one delete instead if every chunk is empty);
 //! - some were not, or some were written only in part ([`write_region`](ShardWriter::write_region)):
 //!   the stored shard is read once; the chunks not written keep their stored encoded bytes,
 //!   copied as they are (never decoded); only partly written chunks are decoded, completed
@@ -39,17 +43,18 @@
 //! ```
 
 mod commit;
+mod options;
 mod partial;
 mod region;
 mod slots;
+mod spill;
 
 pub(crate) use commit::in_shard;
 pub use commit::CommitStats;
+pub use options::{WriterOptions, DEFAULT_RETRIES};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-use rayon::ThreadPool;
 
 use crate::domain::copy::{copy_block, fill};
 use crate::domain::{Domain, Grid, GridCells};
@@ -58,80 +63,6 @@ use crate::layout::Layout;
 use crate::store::Store;
 use partial::PartialChunk;
 use slots::SlotTable;
-
-/// The default number of times a conflicting merge is retried.
-pub const DEFAULT_RETRIES: u32 = 10;
-
-/// Options of a [`ShardWriter`].
-///
-/// ```
-/// let options = shardwright::WriterOptions::default().max_in_flight(8);
-/// assert_eq!(options.max_in_flight_or_default(), 8);
-/// ```
-#[derive(Debug, Clone)]
-pub struct WriterOptions {
-    max_in_flight: Option<usize>,
-    pool: Option<Arc<ThreadPool>>,
-    retries: u32,
-    overwrite_corrupt: bool,
-}
-
-impl Default for WriterOptions {
-    fn default() -> Self {
-        Self {
-            max_in_flight: None,
-            pool: None,
-            retries: DEFAULT_RETRIES,
-            overwrite_corrupt: false,
-        }
-    }
-}
-
-impl WriterOptions {
-    /// How many times a commit that merged with stored data re-reads, re-merges and
-    /// retries when another writer changed the shard meanwhile (default 10).
-    #[must_use]
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = retries;
-        self
-    }
-
-    /// Rewrite a stored shard that is corrupt (bad index checksum, entries outside the
-    /// shard, a partly rewritten inner chunk that does not decode) from the staged data and
-    /// the fill value, instead of failing. Untouched inner chunks are copied as bytes, not
-    /// decoded, so corruption inside them is not detected here.
-    #[must_use]
-    pub fn overwrite_corrupt(mut self, yes: bool) -> Self {
-        self.overwrite_corrupt = yes;
-        self
-    }
-
-    /// At most this many raw chunks wait for or undergo encoding at once (default: twice
-    /// the pool's threads). A write beyond it waits.
-    #[must_use]
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.max_in_flight = Some(n.max(1));
-        self
-    }
-
-    /// Encode on this pool instead of rayon's global pool (sized to the machine).
-    #[must_use]
-    pub fn pool(mut self, pool: Arc<ThreadPool>) -> Self {
-        self.pool = Some(pool);
-        self
-    }
-
-    /// The bound on raw chunks in flight that a writer with these options uses.
-    #[must_use]
-    pub fn max_in_flight_or_default(&self) -> usize {
-        self.max_in_flight.unwrap_or_else(|| {
-            2 * self
-                .pool
-                .as_ref()
-                .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
-        })
-    }
-}
 
 /// Writes one shard. See the [module docs](self).
 #[derive(Debug)]
@@ -144,6 +75,18 @@ pub struct ShardWriter {
     slots: Arc<SlotTable>,
     partials: Mutex<BTreeMap<usize, PartialChunk>>,
     options: WriterOptions,
+    /// Drops the upload of a writer dropped without committing.
+    _abort: AbortOnDrop,
+}
+
+/// Aborts the slot table's upload when the writer goes (a no-op after a commit took it).
+#[derive(Debug)]
+struct AbortOnDrop(Arc<SlotTable>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl ShardWriter {
@@ -160,13 +103,24 @@ impl ShardWriter {
     ) -> Result<Self> {
         let index = shard_index_of(&layout, shard)?;
         let shard = layout.shard_grid().cell(&index)?;
-        let slots = SlotTable::new(layout.slots_per_shard(), options.max_in_flight_or_default());
+        let streams = options.stream
+            && store.streams()
+            && layout
+                .index()
+                .is_some_and(|i| i.location() == crate::layout::IndexLocation::End);
+        let sink = streams.then(|| spill::Sink::new(Arc::clone(&store), key.clone()));
+        let slots = SlotTable::new(
+            layout.slots_per_shard(),
+            options.max_in_flight_or_default(),
+            sink,
+        );
         Ok(Self {
             chunk_grid: layout.chunk_grid(),
             layout,
             store,
             key,
             shard,
+            _abort: AbortOnDrop(Arc::clone(&slots)),
             slots,
             partials: Mutex::new(BTreeMap::new()),
             options: options.clone(),
@@ -513,5 +467,7 @@ pub(crate) fn slot_in_shard(layout: &Layout, shard: &Domain, chunk: &[u64]) -> u
     slot as usize
 }
 
+#[cfg(test)]
+mod spill_tests;
 #[cfg(test)]
 mod tests;

@@ -239,7 +239,7 @@ impl ShardWriter {
                 example: Box::new(self.shard.clone()),
             });
         }
-        let slots = other.slots.finish()?;
+        let slots = other.slots.finish()?.into_memory()?;
         let partials = std::mem::take(&mut *other.partials());
         for (slot, state) in slots.into_iter().enumerate() {
             if matches!(state, Slot::Encoded(_) | Slot::Empty) {

@@ -1,12 +1,16 @@
 //! The slot table of a shard writer: one slot per inner chunk, filled by encode tasks
-//! running on a thread pool, with a bound on raw buffers in flight (backpressure).
+//! running on a thread pool, with a bound on raw buffers in flight (backpressure). With a
+//! [`Sink`], encoded chunks go to storage as they finish (see [`super::spill`]).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rayon::ThreadPool;
 
+use super::spill::{Encoded, Sink, SpillQueue};
+use crate::error::Result;
 use crate::format::{chunk, FormatError};
 use crate::layout::Layout;
+use crate::store::Upload;
 
 /// The state of one inner chunk slot.
 #[derive(Debug)]
@@ -19,6 +23,38 @@ pub(crate) enum Slot {
     Empty,
     /// Written and encoded.
     Encoded(Vec<u8>),
+    /// Written, encoded and appended to the writer's upload at `offset`.
+    Spilled {
+        /// Where the chunk starts in the upload.
+        offset: u64,
+        /// Its encoded size.
+        len: u64,
+    },
+}
+
+/// What [`SlotTable::finish`] hands to the commit.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) slots: Vec<Slot>,
+    /// The upload holding the `Spilled` chunks (none if nothing was spilled).
+    pub(crate) upload: Option<Box<dyn Upload>>,
+    /// Bytes in the upload that no slot points to (chunks written twice).
+    pub(crate) dead: u64,
+}
+
+impl Finished {
+    /// Read every spilled chunk back into memory and drop the upload (for a commit that
+    /// cannot use the upload as it is, or a writer absorbed into another).
+    pub(crate) fn into_memory(mut self) -> Result<Vec<Slot>> {
+        if let Some(mut upload) = self.upload.take() {
+            for slot in &mut self.slots {
+                if let Slot::Spilled { offset, len } = *slot {
+                    *slot = Slot::Encoded(upload.read(offset..offset + len)?);
+                }
+            }
+        }
+        Ok(self.slots)
+    }
 }
 
 #[derive(Debug)]
@@ -33,6 +69,10 @@ struct Table {
     raw_in_flight: usize,
     /// Slots not `Unwritten`.
     written: usize,
+    /// Encoded chunks on their way to the sink (streaming writers only).
+    spill: Option<SpillQueue>,
+    /// Spilled bytes no slot points to any more.
+    dead: u64,
 }
 
 impl Table {
@@ -41,8 +81,10 @@ impl Table {
         let was_written = !matches!(self.slots[slot], Slot::Unwritten);
         let is_written = !matches!(state, Slot::Unwritten);
         self.written = self.written + usize::from(is_written) - usize::from(was_written);
-        if let Slot::Encoded(old) = &self.slots[slot] {
-            self.encoded_bytes -= old.len();
+        match &self.slots[slot] {
+            Slot::Encoded(old) => self.encoded_bytes -= old.len(),
+            Slot::Spilled { len, .. } => self.dead += len,
+            _ => {}
         }
         if let Slot::Encoded(new) = &state {
             self.encoded_bytes += new.len();
@@ -60,10 +102,13 @@ pub(crate) struct SlotTable {
     /// Raw buffers whose encode finished, kept for the next chunks: a fresh 64 KiB buffer
     /// per chunk made glibc grow and trim its heap, a page fault per 4 KiB each time.
     spare: Mutex<Vec<Vec<u8>>>,
+    /// Where encoded chunks are streamed to, if anywhere.
+    sink: Option<Sink>,
 }
 
 impl SlotTable {
-    pub(crate) fn new(slots: usize, max_in_flight: usize) -> Arc<Self> {
+    /// A table of `slots` empty slots; with `sink`, encoded chunks are streamed to it.
+    pub(crate) fn new(slots: usize, max_in_flight: usize, sink: Option<Sink>) -> Arc<Self> {
         Arc::new(Self {
             table: Mutex::new(Table {
                 slots: (0..slots).map(|_| Slot::Unwritten).collect(),
@@ -73,10 +118,13 @@ impl SlotTable {
                 encoded_bytes: 0,
                 raw_in_flight: 0,
                 written: 0,
+                spill: sink.as_ref().map(|_| SpillQueue::new(1)),
+                dead: 0,
             }),
             changed: Condvar::new(),
             max_in_flight: max_in_flight.max(1),
             spare: Mutex::new(Vec::new()),
+            sink,
         })
     }
 
@@ -150,21 +198,42 @@ impl SlotTable {
             let mut table = this.lock();
             table.in_flight -= 1;
             table.raw_in_flight -= raw_len;
-            match result {
-                Ok(encoded) => {
-                    if matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
-                        table.set(slot, encoded.map_or(Slot::Empty, Slot::Encoded));
-                    }
-                }
+            let outcome = match result {
+                Ok(Some(bytes)) => Encoded::Bytes(bytes),
+                Ok(None) => Encoded::Empty,
                 Err(err) => {
-                    // The slot must not stay pending: waiters for it would never wake.
-                    if matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
-                        table.set(slot, Slot::Unwritten);
-                    }
                     table.error.get_or_insert(err);
+                    Encoded::Failed
                 }
+            };
+            let placeable = match table.spill.as_mut() {
+                Some(queue) => queue.finished(generation, slot, outcome),
+                None => vec![(generation, slot, outcome)],
+            };
+            for (generation, slot, outcome) in placeable {
+                // A slot written again since keeps the later write.
+                if !matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
+                    continue;
+                }
+                // A failed encode must not leave its slot pending: waiters would never wake.
+                let state = match outcome {
+                    Encoded::Bytes(bytes) => match table.spill.as_mut() {
+                        Some(queue) => Slot::Spilled {
+                            offset: queue.stage(&bytes),
+                            len: bytes.len() as u64,
+                        },
+                        None => Slot::Encoded(bytes),
+                    },
+                    Encoded::Empty => Slot::Empty,
+                    Encoded::Failed => Slot::Unwritten,
+                };
+                table.set(slot, state);
             }
-            drop(table);
+            if table.spill.as_ref().is_some_and(SpillQueue::full) {
+                this.append_staged(table);
+            } else {
+                drop(table);
+            }
             this.changed.notify_all();
         };
         match pool {
@@ -172,6 +241,19 @@ impl SlotTable {
             None => rayon::spawn(task),
         }
         Ok(())
+    }
+
+    /// Append the staged bytes to the sink. Takes the table's lock and releases it before
+    /// the write, holding the sink's lock from before the release, so appends keep the
+    /// order in which bytes were staged.
+    fn append_staged(&self, mut table: MutexGuard<'_, Table>) {
+        let (Some(sink), Some(queue)) = (self.sink.as_ref(), table.spill.as_mut()) else {
+            return;
+        };
+        let mut state = sink.lock();
+        let data = queue.take_staging(state.spare());
+        drop(table);
+        sink.append(&mut state, data);
     }
 
     /// Record a slot as written with the fill value everywhere, without encoding.
@@ -186,11 +268,7 @@ impl SlotTable {
 
     /// The raw data written to `slot` so far (waiting for its encode, then decoding it),
     /// or `None` if the slot was not written.
-    pub(crate) fn written_raw(
-        &self,
-        slot: usize,
-        layout: &Layout,
-    ) -> Result<Option<Vec<u8>>, FormatError> {
+    pub(crate) fn written_raw(&self, slot: usize, layout: &Layout) -> Result<Option<Vec<u8>>> {
         let encoded = {
             let mut table = self.lock();
             while table.error.is_none() && matches!(table.slots[slot], Slot::Pending(_)) {
@@ -200,17 +278,26 @@ impl SlotTable {
                     .unwrap_or_else(PoisonError::into_inner);
             }
             if let Some(err) = &table.error {
-                return Err(err.clone());
+                return Err(err.clone().into());
             }
             match &table.slots[slot] {
                 Slot::Unwritten => return Ok(None),
                 Slot::Empty => None,
                 Slot::Encoded(bytes) => Some(bytes.clone()),
+                &Slot::Spilled { offset, len } => {
+                    match table.spill.as_ref().and_then(|q| q.staged(offset, len)) {
+                        Some(bytes) => Some(bytes.to_vec()),
+                        None => {
+                            let sink = self.sink.as_ref().expect("spilled slots have a sink");
+                            Some(sink.lock().read(sink.key(), offset, len)?)
+                        }
+                    }
+                }
                 Slot::Pending(_) => unreachable!("waited above"),
             }
         };
         match encoded {
-            Some(bytes) => chunk::decode(layout, &bytes).map(Some),
+            Some(bytes) => Ok(Some(chunk::decode(layout, &bytes)?)),
             None => {
                 let mut raw = vec![0u8; layout.raw_chunk_bytes()];
                 crate::domain::copy::fill(&mut raw, layout.fill_value_bytes());
@@ -219,14 +306,17 @@ impl SlotTable {
         }
     }
 
-    /// Bytes held: encoded chunks plus raw chunks in flight.
+    /// Bytes held: encoded chunks, raw chunks in flight, and chunks on their way to the
+    /// sink.
     pub(crate) fn memory(&self) -> usize {
         let table = self.lock();
-        table.encoded_bytes + table.raw_in_flight
+        let spill = table.spill.as_ref().map_or(0, SpillQueue::memory);
+        table.encoded_bytes + table.raw_in_flight + spill
     }
 
-    /// Wait for every encode task, then take the slots (or the first encode error).
-    pub(crate) fn finish(&self) -> Result<Vec<Slot>, FormatError> {
+    /// Wait for every encode task, append what is staged, then take the slots and the
+    /// upload (or the first encode or storage error).
+    pub(crate) fn finish(&self) -> Result<Finished> {
         let mut table = self.lock();
         while table.in_flight > 0 {
             table = self
@@ -235,9 +325,36 @@ impl SlotTable {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         if let Some(err) = table.error.take() {
-            return Err(err);
+            if let Some(sink) = &self.sink {
+                sink.lock().abort();
+            }
+            return Err(err.into());
         }
-        Ok(std::mem::take(&mut table.slots))
+        let slots = std::mem::take(&mut table.slots);
+        let dead = table.dead;
+        let upload = match (&self.sink, table.spill.as_mut()) {
+            (Some(sink), Some(queue)) => {
+                let mut state = sink.lock();
+                let data = queue.take_staging(Vec::new());
+                drop(table);
+                sink.append(&mut state, data);
+                state.take()?
+            }
+            _ => None,
+        };
+        Ok(Finished {
+            slots,
+            upload,
+            dead,
+        })
+    }
+
+    /// Drop the upload, if any (removing what it wrote); encodes still running then
+    /// append nothing. For a writer dropped without committing.
+    pub(crate) fn abort(&self) {
+        if let Some(sink) = &self.sink {
+            sink.lock().abort();
+        }
     }
 
     /// How many slots have been written so far.
