@@ -330,6 +330,7 @@ def test_a_large_shard_streams_to_its_temp_file_inside_the_block(tmp_path):
     assert [e.is_unlink for e in events[1:]] == [True] and events[1].paths == [temp]
     assert temp_files(root) == []
     assert not Path(shard_key(root, (1, 0, 0))).exists()
+    assert not (root / "c" / "1").exists()  # the folders made for its temp file are gone
     rng = np.random.default_rng(0)
     expected = np.stack(
         [rng.integers(0, 2**16, size=(32, 32, 32), dtype="uint16") for _ in range(64)]

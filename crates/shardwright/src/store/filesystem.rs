@@ -76,7 +76,6 @@ impl FilesystemStore {
             .parent()
             .expect("a key has a parent folder")
             .to_path_buf();
-        fs::create_dir_all(&folder).map_err(|e| StoreError::io(key, e))?;
         let name = path
             .file_name()
             .expect("a key has a name")
@@ -86,12 +85,26 @@ impl FilesystemStore {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| StoreError::io(key, e))?;
+        let mut created = Vec::new();
+        let mut attempts = 0;
+        let file = loop {
+            created
+                .extend(create_folders(&folder, &self.root).map_err(|e| StoreError::io(key, e))?);
+            let opened = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&temp);
+            match opened {
+                Ok(file) => break file,
+                // Another upload that was given up removed an empty folder meanwhile.
+                Err(e) if e.kind() == ErrorKind::NotFound && attempts < 10 => attempts += 1,
+                Err(e) => {
+                    remove_folders(&created);
+                    return Err(StoreError::io(key, e));
+                }
+            }
+        };
         Ok(FileUpload {
             key: key.to_string(),
             path,
@@ -100,6 +113,7 @@ impl FilesystemStore {
             file,
             len: 0,
             done: false,
+            created,
         })
     }
 
@@ -124,6 +138,9 @@ struct FileUpload {
     file: File,
     len: u64,
     done: bool,
+    /// Folders this upload created (deepest last), removed again if it is given up and
+    /// they are still empty.
+    created: Vec<PathBuf>,
 }
 
 impl FileUpload {
@@ -142,7 +159,11 @@ impl FileUpload {
 impl Upload for FileUpload {
     fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError> {
         self.check_open()?;
-        write_all_vectored(&mut self.file, parts).map_err(|e| self.io(e))?;
+        if let Err(e) = write_all_vectored(&mut self.file, parts) {
+            // Part of it may be written: cut back so the upload stays what `len` says.
+            let _ = self.truncate(self.len);
+            return Err(self.io(e));
+        }
         let start = self.len;
         self.len += parts.iter().map(|p| p.len() as u64).sum::<u64>();
         start_writeback(&self.file, start, self.len - start);
@@ -201,7 +222,42 @@ impl Drop for FileUpload {
     fn drop(&mut self) {
         if !self.done {
             let _ = fs::remove_file(&self.temp);
+            remove_folders(&self.created);
         }
+    }
+}
+
+/// Create `folder` and its missing parents up to `root`; returns those created, outermost
+/// first.
+fn create_folders(folder: &Path, root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut at = folder;
+    while !at.exists() && at != root {
+        missing.push(at.to_path_buf());
+        match at.parent() {
+            Some(parent) => at = parent,
+            None => break,
+        }
+    }
+    let mut created = Vec::new();
+    for dir in missing.into_iter().rev() {
+        match fs::create_dir(&dir) {
+            Ok(()) => created.push(dir),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !folder.is_dir() {
+        fs::create_dir_all(folder)?;
+    }
+    Ok(created)
+}
+
+/// Remove the folders `created` (outermost first) that are empty, deepest first.
+fn remove_folders(created: &[PathBuf]) {
+    for dir in created.iter().rev() {
+        // Fails, harmlessly, when another writer put something in it meanwhile.
+        let _ = fs::remove_dir(dir);
     }
 }
 

@@ -144,7 +144,9 @@ pub trait Store: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
-    /// Whether [`begin_upload`](Store::begin_upload) returns uploads.
+    /// Whether [`begin_upload`](Store::begin_upload) returns uploads; a store that
+    /// implements one must implement the other (writers decide whether to stream from this,
+    /// before any upload is begun).
     fn streams(&self) -> bool {
         false
     }

@@ -117,13 +117,15 @@ pub(super) fn commit(
     if stats.chunks_written == 0 && partials.is_empty() {
         return Ok(stats);
     }
-    // Chunks written twice left bytes in the upload that nothing points to: store the
-    // shard from memory instead (rare: it costs reading the spilled chunks back).
-    let (slots, mut upload) = if finished.dead > 0 {
-        (finished.into_memory()?, None)
-    } else {
-        (finished.slots, finished.upload)
-    };
+    let Finished {
+        mut slots,
+        mut upload,
+        dead,
+    } = finished;
+    if let (true, Some(old)) = (dead > 0, upload.as_mut()) {
+        // Chunks written twice left bytes in the upload that nothing points to.
+        upload = Some(compact(target, old.as_mut(), &mut slots)?);
+    }
     let base = upload.as_ref().map_or(0, |u| u.len());
     let needs_read = !partials.is_empty()
         || slots.iter().enumerate().any(|(i, s)| {
@@ -250,6 +252,34 @@ pub(crate) fn in_shard(err: FormatError, key: &str) -> FormatError {
         FormatError::Corrupt(why) => FormatError::Corrupt(format!("stored shard '{key}': {why}")),
         other => other,
     }
+}
+
+/// Copy the chunks of `slots` spilled to `old` into a new upload, in slot order, a
+/// megabyte at a time, and point the slots at their new places. `old` is dropped (and its
+/// bytes removed) by the caller.
+fn compact(
+    target: &Target<'_>,
+    old: &mut dyn Upload,
+    slots: &mut [Slot],
+) -> Result<Box<dyn Upload>> {
+    let mut new = target
+        .store
+        .begin_upload(target.key)?
+        .ok_or_else(|| StoreError::io(target.key, "the store does not stream"))?;
+    let mut batch = Vec::new();
+    for slot in slots.iter_mut() {
+        if let Slot::Spilled { offset, len } = *slot {
+            let at = new.len() + batch.len() as u64;
+            batch.extend_from_slice(&old.read(offset..offset + len)?);
+            *slot = Slot::Spilled { offset: at, len };
+            if batch.len() >= super::spill::STAGE_BYTES {
+                new.append(&[&batch])?;
+                batch.clear();
+            }
+        }
+    }
+    new.append(&[&batch])?;
+    Ok(new)
 }
 
 /// What one slot of the stored shard holds.

@@ -22,7 +22,9 @@
 //!   before failing with a [`StoreError::Conflict`](crate::store::StoreError::Conflict);
 //! - nothing was written: no I/O at all.
 //!
-//! Dropping a writer without committing aborts it with no storage call.
+//! Dropping a writer without committing aborts it: nothing is stored, and a streaming
+//! writer's upload (with any folder it created) is removed; a writer that never streamed
+//! makes no storage call at all.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -202,9 +204,8 @@ impl ShardWriter {
     fn submit(&self, slot: usize, raw: Vec<u8>) -> Result<()> {
         // A whole chunk replaces whatever part of it was written before.
         self.partials().remove(&slot);
-        Ok(self
-            .slots
-            .submit(slot, raw, &self.layout, self.options.pool.as_deref())?)
+        self.slots
+            .submit(slot, raw, &self.layout, self.options.pool.as_deref())
     }
 
     /// Write one inner chunk: `data` holds its elements in C order, native endian, with
@@ -303,7 +304,8 @@ impl ShardWriter {
     /// Commit on a background thread and return at once, so the caller can start on the
     /// next shard while this one's last chunks encode and its put runs. Call
     /// [`PendingCommit::wait`] to learn the outcome; the shard is stored only when `wait`
-    /// returns `Ok`. Memory then holds up to two shards' encoded bytes.
+    /// returns `Ok`. Memory then holds two writers' staging buffers (or, for writers that
+    /// do not stream, two shards' encoded bytes).
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -36,11 +36,14 @@ impl Default for WriterOptions {
 
 impl WriterOptions {
     /// Stream encoded chunks to storage as they finish (default `true`), when the store
-    /// streams ([`Store::streams`](crate::store::Store::streams)) and the shard index lies at the end: memory then holds
-    /// about a megabyte per writer instead of the encoded shard, and most of the writing
+    /// streams ([`Store::streams`](crate::store::Store::streams)) and the shard index lies
+    /// at the end: memory then holds a 1 MiB staging buffer per writer and at most
+    /// `max_in_flight` chunks instead of the encoded shard, and most of the writing
     /// overlaps encoding. Nothing is visible under the shard's key before the commit; a
-    /// filesystem store writes a hidden temporary file meanwhile, removed on abort. With
-    /// `false`, encoded chunks stay in memory until the commit's single put.
+    /// filesystem store writes a hidden temporary file meanwhile (one open file per writer
+    /// that has staged a megabyte), removed on abort. A chunk written twice leaves dead
+    /// bytes that the commit compacts away by copying the live chunks to a new upload.
+    /// With `false`, encoded chunks stay in memory until the commit's single put.
     #[must_use]
     pub fn stream(mut self, yes: bool) -> Self {
         self.stream = yes;

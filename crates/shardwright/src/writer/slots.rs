@@ -166,7 +166,7 @@ impl SlotTable {
         raw: Vec<u8>,
         layout: &Arc<Layout>,
         pool: Option<&ThreadPool>,
-    ) -> Result<(), FormatError> {
+    ) -> Result<()> {
         let generation = {
             let mut table = self.lock();
             while table.in_flight >= self.max_in_flight {
@@ -176,7 +176,12 @@ impl SlotTable {
                     .unwrap_or_else(PoisonError::into_inner);
             }
             if let Some(err) = &table.error {
-                return Err(err.clone());
+                return Err(err.clone().into());
+            }
+            // A failed append will fail the commit: fail the writes now rather than after
+            // the rest of the shard was computed.
+            if let Some(err) = self.sink.as_ref().and_then(Sink::failure) {
+                return Err(err.into());
             }
             table.generation += 1;
             table.in_flight += 1;
@@ -189,6 +194,8 @@ impl SlotTable {
         let layout = Arc::clone(layout);
         let raw_len = raw.len();
         let task = move || {
+            // Waiters are woken however this task ends.
+            let _notify = NotifyOnDrop(&this.changed);
             // A panic in a codec must not take the process down: it becomes an error.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 chunk::encode_slice(&layout, &raw)
@@ -196,7 +203,6 @@ impl SlotTable {
             .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&panic))));
             this.recycle(raw);
             let mut table = this.lock();
-            table.in_flight -= 1;
             table.raw_in_flight -= raw_len;
             let outcome = match result {
                 Ok(Some(bytes)) => Encoded::Bytes(bytes),
@@ -210,6 +216,9 @@ impl SlotTable {
                 Some(queue) => queue.finished(generation, slot, outcome),
                 None => vec![(generation, slot, outcome)],
             };
+            // A submission counts as in flight until it is placed, so the chunks that
+            // finished before an earlier one are bounded by `max_in_flight` too.
+            table.in_flight -= placeable.len();
             for (generation, slot, outcome) in placeable {
                 // A slot written again since keeps the later write.
                 if !matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
@@ -234,7 +243,6 @@ impl SlotTable {
             } else {
                 drop(table);
             }
-            this.changed.notify_all();
         };
         match pool {
             Some(pool) => pool.spawn(task),
@@ -288,6 +296,9 @@ impl SlotTable {
                     match table.spill.as_ref().and_then(|q| q.staged(offset, len)) {
                         Some(bytes) => Some(bytes.to_vec()),
                         None => {
+                            // Appended, or being appended by a task that holds the sink's
+                            // lock: read it back without blocking the table meanwhile.
+                            drop(table);
                             let sink = self.sink.as_ref().expect("spilled slots have a sink");
                             Some(sink.lock().read(sink.key(), offset, len)?)
                         }
@@ -360,6 +371,15 @@ impl SlotTable {
     /// How many slots have been written so far.
     pub(crate) fn written(&self) -> usize {
         self.lock().written
+    }
+}
+
+/// Wakes the waiters of a condition variable when dropped (also when a task panics).
+struct NotifyOnDrop<'a>(&'a Condvar);
+
+impl Drop for NotifyOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.notify_all();
     }
 }
 

@@ -10,7 +10,7 @@
 //! encoded shard. The commit appends the index and completes the upload.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::store::{Store, StoreError, Upload};
 
@@ -117,6 +117,8 @@ pub(crate) struct Sink {
     store: Arc<dyn Store>,
     key: String,
     state: Mutex<SinkState>,
+    /// The first storage failure, readable without the lock (writes check it).
+    failure: OnceLock<StoreError>,
 }
 
 #[derive(Debug, Default)]
@@ -134,7 +136,13 @@ impl Sink {
             store,
             key,
             state: Mutex::new(SinkState::default()),
+            failure: OnceLock::new(),
         }
+    }
+
+    /// The first storage failure of the upload, if any.
+    pub(crate) fn failure(&self) -> Option<StoreError> {
+        self.failure.get().cloned()
     }
 
     /// The key the upload is for.
@@ -147,26 +155,32 @@ impl Sink {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Append `data` (under `state`, the sink's lock); a failure is kept for
-    /// [`SinkState::take`]. Returns the emptied buffer for reuse.
+    /// Append `data` (under `state`, the sink's lock), beginning the upload first if
+    /// needed; a failure (or a panic in the store) is kept for [`SinkState::take`] and
+    /// [`failure`](Self::failure). The emptied buffer is kept for reuse.
     pub(crate) fn append(&self, state: &mut SinkState, mut data: Vec<u8>) {
-        if state.aborted || state.failed.is_some() || data.is_empty() {
-            data.clear();
-            state.spare = data;
-            return;
-        }
-        if state.upload.is_none() {
-            match self.store.begin_upload(&self.key) {
-                Ok(Some(upload)) => state.upload = Some(upload),
-                Ok(None) => {
-                    state.failed = Some(StoreError::io(&self.key, "the store does not stream"));
+        if !(state.aborted || state.failed.is_some() || data.is_empty()) {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if state.upload.is_none() {
+                    state.upload =
+                        Some(self.store.begin_upload(&self.key)?.ok_or_else(|| {
+                            StoreError::io(&self.key, "the store does not stream")
+                        })?);
                 }
-                Err(e) => state.failed = Some(e),
-            }
-        }
-        if let Some(upload) = state.upload.as_mut() {
-            if let Err(e) = upload.append(&[&data]) {
+                state.upload.as_mut().expect("begun above").append(&[&data])
+            }));
+            let failed = match outcome {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(panic) => Some(StoreError::io(
+                    &self.key,
+                    super::slots::panic_message(&panic),
+                )),
+            };
+            if let Some(e) = failed {
+                let _ = self.failure.set(e.clone());
                 state.failed = Some(e);
+                state.upload = None; // removes what was written
             }
         }
         data.clear();

@@ -188,6 +188,8 @@ fn an_aborted_streaming_writer_leaves_no_file() {
 struct AnotherWriterOnce {
     inner: Arc<dyn Store>,
     theirs: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Make every append panic, as a buggy store might.
+    panic_on_append: bool,
 }
 
 #[derive(Debug)]
@@ -199,6 +201,7 @@ struct RacedUpload {
 
 impl crate::store::Upload for RacedUpload {
     fn append(&mut self, parts: &[&[u8]]) -> Result<(), crate::store::StoreError> {
+        assert!(!self.store.panic_on_append, "a store that panics");
         self.inner.append(parts)
     }
     fn len(&self) -> u64 {
@@ -339,6 +342,7 @@ fn a_streamed_merge_that_conflicts_retries_over_the_other_writers_shard() {
     let raced = Arc::new(AnotherWriterOnce {
         inner,
         theirs: std::sync::Mutex::new(Some(theirs)),
+        panic_on_append: false,
     });
     let array = Array::open(Arc::new(Raced(Arc::clone(&raced))), "a").unwrap();
     let shard = array.shards().next().unwrap();
@@ -384,4 +388,76 @@ fn index_at_start_and_transactions_do_not_stream() {
     txn.write(&region, &noisy(3, 512 * 8192)).unwrap();
     assert!(txn.staged_memory() > 3 * STAGE_BYTES as u64);
     txn.commit().unwrap();
+}
+
+#[test]
+fn a_failed_upload_fails_the_next_writes_and_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(FilesystemStore::new(dir.path()));
+    let array = array(Arc::clone(&store), "a", true);
+    // A file where the shard's folder should be: the upload cannot begin.
+    std::fs::create_dir_all(dir.path().join("a/c")).unwrap();
+    std::fs::write(dir.path().join("a/c/0"), b"in the way").unwrap();
+    let shard = array.shards().next().unwrap();
+    let writer = array.shard_writer(&shard).unwrap();
+    let mut failed_at = None;
+    for (i, chunk) in writer.inner_chunks().enumerate() {
+        if let Err(e) = writer.write_chunk(&chunk, &chunk_data(&chunk)) {
+            assert!(matches!(e, crate::Error::Store(_)), "{e}");
+            failed_at = Some(i);
+            break;
+        }
+    }
+    // The first stage fills after ~18 chunks; the failure shows a few writes later.
+    let failed_at = failed_at.expect("the writes fail once the upload failed");
+    assert!((16..40).contains(&failed_at), "failed at chunk {failed_at}");
+    assert!(matches!(writer.commit(), Err(crate::Error::Store(_))));
+    assert_eq!(
+        std::fs::read(dir.path().join("a/c/0")).unwrap(),
+        b"in the way"
+    );
+    assert_eq!(temp_files(dir.path()), 0);
+}
+
+#[test]
+fn an_aborted_streaming_writer_removes_the_folders_it_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(FilesystemStore::new(dir.path()));
+    let array = array(Arc::clone(&store), "a", true);
+    let shard = array.shards().nth(1).unwrap();
+    let writer = array.shard_writer(&shard).unwrap();
+    for chunk in writer.inner_chunks() {
+        writer.write_chunk(&chunk, &chunk_data(&chunk)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(dir.path().join("a/c/1").is_dir(), "streaming began");
+    drop(writer);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // Only what `create` wrote is left.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("a"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["zarr.json".to_string()]);
+}
+
+#[test]
+fn a_store_that_panics_on_an_encode_thread_is_an_error_not_a_crash_or_hang() {
+    let raced = Arc::new(AnotherWriterOnce {
+        inner: Arc::new(MemoryStore::new()),
+        theirs: std::sync::Mutex::new(None),
+        panic_on_append: true,
+    });
+    let store: Arc<dyn Store> = Arc::new(Raced(Arc::clone(&raced)));
+    let array = array(store, "a", true);
+    let shard = array.shards().next().unwrap();
+    let writer = array.shard_writer(&shard).unwrap();
+    let outcome: Result<(), crate::Error> = writer
+        .inner_chunks()
+        .try_for_each(|chunk| writer.write_chunk(&chunk, &chunk_data(&chunk)));
+    let err = outcome.expect_err("the writes fail once the store panicked");
+    assert!(err.to_string().contains("a store that panics"), "{err}");
+    let err = writer.commit().expect_err("the commit fails too");
+    assert!(err.to_string().contains("panic"), "{err}");
+    assert!(raced.inner.get("a/c/0/0").unwrap().is_none());
 }
