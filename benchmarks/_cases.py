@@ -38,8 +38,38 @@ def _rss_bytes() -> int:
 
 
 def _maxrss_bytes() -> int:
+    """Peak RSS: Linux's VmHWM (which ``_reset_peak`` can reset), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _reset_peak() -> None:
+    """Reset VmHWM to the current RSS (Linux; elsewhere the peak keeps the set-up)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def _prewarm(mib: int) -> None:
+    """Touch ``mib`` MiB and free them. On a VM whose free memory the hypervisor takes
+    back (virtio free page reporting), memory the guest has not used lately costs a host
+    fault on first touch (measured here: 2.8 ms per MiB, against 0.13 ms per MiB for
+    memory freed just before); the pages freed here are handed out again first, so the
+    files a case writes are not charged for it."""
+    if mib > 0:
+        import numpy as np
+
+        block = np.ones(mib * MiB, dtype=np.uint8)
+        del block
 
 
 def _ncores() -> int:
@@ -107,6 +137,8 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
         tasks = slabs(spec)
 
     # -- the timed part ------------------------------------------------------------------
+    _prewarm(spec.get("prewarm_mib") or 0)
+    _reset_peak()
     rss_before = _rss_bytes()
     maxrss_before = _maxrss_bytes()
     start = time.perf_counter()

@@ -248,7 +248,8 @@ def print_table(report: dict[str, Any], out=sys.stdout) -> None:
         f"\nshardwright benchmarks — size {meta['size']}, median of {meta['repeat']}, "
         f"{meta['ncores']} cores, load {meta['load_before']} → {meta['load_after']}"
         + (f", {meta['threads']} threads" if meta.get("threads") else "")
-        + (", data precomputed" if meta.get("precomputed") else ""),
+        + (", data precomputed" if meta.get("precomputed") else "")
+        + (f", {meta['prewarm_mib']} MiB prewarmed" if meta.get("prewarm_mib") else ""),
         file=out,
     )
     v = meta["versions"]
@@ -315,6 +316,7 @@ def parent_main(args: argparse.Namespace) -> int:
             "machine_cores": _ncores(),
             "threads": args.threads,
             "precomputed": args.precomputed,
+            "prewarm_mib": args.prewarm,
             "platform": platform.platform(),
             "versions": _versions(),
             **_build_info(),
@@ -328,6 +330,7 @@ def parent_main(args: argparse.Namespace) -> int:
         for name in workloads:
             spec = workload_spec(name, args.size)
             spec["precomputed"] = args.precomputed
+            spec["prewarm_mib"] = args.prewarm
             cases = select_cases(name, only, args.skip_slow)
             print(describe(spec), file=sys.stderr)
             template = make_template(spec, workdir)
@@ -387,6 +390,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compute the whole array before the clock starts; each case then copies "
         "views of it (peers.md's many-cores setting)",
+    )
+    p.add_argument(
+        "--prewarm",
+        type=int,
+        default=0,
+        metavar="MIB",
+        help="before the clock, each case touches and frees this many MiB, so that the "
+        "memory it then allocates (page cache of the files it writes included) is backed "
+        "by the hypervisor already (see 'How it measures'); default 0",
     )
     p.add_argument("--timeout", type=float, default=1800, help="seconds per child")
     p.add_argument("--tmpdir", help="where the temporary output folder goes")
