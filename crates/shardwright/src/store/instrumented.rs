@@ -78,6 +78,16 @@ fn record(state: &Mutex<State>, event: IoEvent, count: impl FnOnce(&mut IoCounts
     state.1.push(event);
 }
 
+/// Count one put of `n` bytes, or one refused with a conflict.
+fn count_put(counts: &mut IoCounts, conflict: bool, n: u64) {
+    counts.puts += 1;
+    if conflict {
+        counts.conflicts += 1;
+    } else {
+        counts.bytes_written += n;
+    }
+}
+
 /// An upload through an [`InstrumentedStore`]: its completion is counted as one put (or
 /// one conditional put) of the whole value, like a `put` of the same bytes.
 #[derive(Debug)]
@@ -114,14 +124,7 @@ impl Upload for InstrumentedUpload {
             Some(_) => IoEvent::PutIf(key, n),
         };
         if result.is_ok() || conflict {
-            record(&self.state, event, |c| {
-                c.puts += 1;
-                if conflict {
-                    c.conflicts += 1;
-                } else {
-                    c.bytes_written += n;
-                }
-            });
+            record(&self.state, event, |c| count_put(c, conflict, n));
         }
         result
     }
@@ -233,14 +236,7 @@ impl Store for InstrumentedStore {
         let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let result = self.inner.put_if(key, parts, expected);
         let conflict = matches!(result, Err(StoreError::Conflict { .. }));
-        self.record(IoEvent::PutIf(key.into(), n), |c| {
-            c.puts += 1;
-            if conflict {
-                c.conflicts += 1;
-            } else {
-                c.bytes_written += n;
-            }
-        });
+        self.record(IoEvent::PutIf(key.into(), n), |c| count_put(c, conflict, n));
         result
     }
 

@@ -299,25 +299,34 @@ fn a_streamed_merge_costs_one_get_and_one_put() {
     let store = Arc::new(InstrumentedStore::new(inner));
     let array = Array::open(Arc::clone(&store) as Arc<dyn Store>, "a").unwrap();
     store.reset(); // the read of zarr.json
+    let (stats, chunks) = rewrite_every_other_chunk(&array);
+    // 32 chunks not rewritten, of which the 8 empty ones have nothing to keep.
+    assert_eq!((stats.gets, stats.puts, stats.chunks_kept), (1, 1, 24));
+    let counts = store.counts();
+    assert_eq!((counts.gets, counts.puts, counts.calls()), (1, 1, 2));
+    check_every_other_chunk(&array, &chunks, chunk_data);
+}
+
+/// Rewrite every other chunk of the first shard with new data and commit.
+fn rewrite_every_other_chunk(array: &Array) -> (crate::CommitStats, Vec<Domain>) {
     let shard = array.shards().next().unwrap();
     let writer = array.shard_writer(&shard).unwrap();
     let chunks: Vec<Domain> = writer.inner_chunks().collect();
-    // Rewrite every other chunk with new data; the rest is kept from the stored shard.
     for chunk in chunks.iter().step_by(2) {
         writer
             .write_chunk(chunk, &noisy(7, chunk.size() as usize))
             .unwrap();
     }
-    let stats = writer.commit().unwrap();
-    // 32 chunks not rewritten, of which the 8 empty ones have nothing to keep.
-    assert_eq!((stats.gets, stats.puts, stats.chunks_kept), (1, 1, 24));
-    let counts = store.counts();
-    assert_eq!((counts.gets, counts.puts, counts.calls()), (1, 1, 2));
+    (writer.commit().unwrap(), chunks)
+}
+
+/// The new data in every other chunk, `kept(chunk)` in the others.
+fn check_every_other_chunk(array: &Array, chunks: &[Domain], kept: impl Fn(&Domain) -> Vec<u8>) {
     for (i, chunk) in chunks.iter().enumerate() {
         let expected = if i % 2 == 0 {
             noisy(7, chunk.size() as usize)
         } else {
-            chunk_data(chunk)
+            kept(chunk)
         };
         assert_eq!(array.read(chunk).unwrap(), expected, "chunk {i}");
     }
@@ -345,25 +354,10 @@ fn a_streamed_merge_that_conflicts_retries_over_the_other_writers_shard() {
         panic_on_append: false,
     });
     let array = Array::open(Arc::new(Raced(Arc::clone(&raced))), "a").unwrap();
-    let shard = array.shards().next().unwrap();
-    let writer = array.shard_writer(&shard).unwrap();
-    let chunks: Vec<Domain> = writer.inner_chunks().collect();
-    for chunk in chunks.iter().step_by(2) {
-        writer
-            .write_chunk(chunk, &noisy(7, chunk.size() as usize))
-            .unwrap();
-    }
-    let stats = writer.commit().unwrap();
+    let (stats, chunks) = rewrite_every_other_chunk(&array);
     assert_eq!((stats.conflicts, stats.gets, stats.puts), (1, 2, 1));
     // Ours where we wrote, theirs (read again after the conflict) everywhere else.
-    for (i, chunk) in chunks.iter().enumerate() {
-        let expected = if i % 2 == 0 {
-            noisy(7, chunk.size() as usize)
-        } else {
-            vec![0xAB; chunk.size() as usize]
-        };
-        assert_eq!(array.read(chunk).unwrap(), expected, "chunk {i}");
-    }
+    check_every_other_chunk(&array, &chunks, |c| vec![0xAB; c.size() as usize]);
 }
 
 #[test]
