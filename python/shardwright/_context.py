@@ -28,6 +28,16 @@ class CommitOnExit:
     def abort(self) -> None:
         raise NotImplementedError
 
+    def _leave(self, exc_type: type[BaseException] | None) -> bool:
+        """Whether leaving the block should commit: aborts if it raised, and does nothing
+        when the block already committed or aborted."""
+        if self.closed:
+            return False
+        if exc_type is not None:
+            self.abort()
+            return False
+        return True
+
     def __enter__(self: _T) -> _T:
         return self
 
@@ -37,11 +47,7 @@ class CommitOnExit:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.closed:
-            return
-        if exc_type is not None:
-            self.abort()
-        else:
+        if self._leave(exc_type):
             self.commit()
 
     async def __aenter__(self: _T) -> _T:
@@ -53,9 +59,5 @@ class CommitOnExit:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.closed:
-            return
-        if exc_type is not None:
-            self.abort()
-        else:
+        if self._leave(exc_type):
             await asyncio.to_thread(self.commit)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shardwright as sw
+from shard_bytes import PRODUCERS
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -68,3 +69,15 @@ def small(tmp_path: Path) -> sw.Array:
     return sw.create(
         tmp_path / "small.zarr", shape=(10, 7), dtype="uint16", chunks=(4, 4), shards=(8, 8)
     )
+
+
+@pytest.fixture(params=["end", "start"])
+def location(request) -> str:
+    """Where the shard index lies (tests of merges and corrupt shards)."""
+    return request.param
+
+
+@pytest.fixture(params=PRODUCERS)
+def producer(request) -> str:
+    """Which library writes the stored shard (shard_bytes.PRODUCERS)."""
+    return request.param

@@ -69,16 +69,6 @@ def corrupt_pointer(shard: bytes, location: str, how: str) -> bytes:
     return out
 
 
-@pytest.fixture(params=["end", "start"])
-def location(request) -> str:
-    return request.param
-
-
-@pytest.fixture(params=sb.PRODUCERS)
-def producer(request) -> str:
-    return request.param
-
-
 CORRUPTIONS = [
     ("checksum", "crc"),
     ("checksum", "last_pair"),

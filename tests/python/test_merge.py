@@ -249,16 +249,6 @@ def merge_and_check(
     return stats
 
 
-@pytest.fixture(params=["end", "start"])
-def location(request) -> str:
-    return request.param
-
-
-@pytest.fixture(params=sb.PRODUCERS)
-def producer(request) -> str:
-    return request.param
-
-
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_merge_scenario(tmp_path, producer, location, scenario):
     data = base_data()
