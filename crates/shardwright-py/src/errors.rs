@@ -27,6 +27,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
             ErrorKind::NotFound => "ArrayNotFoundError",
             ErrorKind::Conflict => "ConflictError",
             ErrorKind::TooLarge => "TransactionTooLarge",
+            ErrorKind::OutOfMemory => "OutOfMemoryError",
             ErrorKind::Other => "ShardwrightError",
         };
         exception(py, class, err.to_string())
@@ -42,14 +43,7 @@ pub(crate) fn error(message: impl Into<String>) -> PyErr {
 pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
-        Err(panic) => {
-            let text = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            Err(error(format!("internal error (panic): {text}")))
-        }
+        Err(panic) => Err(error(shardwright::panic_message(&*panic))),
     }
 }
 

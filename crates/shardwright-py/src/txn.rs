@@ -60,7 +60,9 @@ impl PyTransaction {
         guard(|| {
             let tx = self.open()?;
             let region = domain(origin, shape)?;
-            let raw = gather(data, &region, self.element_size, |n| vec![0; n])?;
+            let raw = gather(data, &region, self.element_size, |n| {
+                Ok(shardwright::buffer::zeroed(n)?)
+            })?;
             py.detach(|| tx.write(&region, &raw)).py()
         })
     }
@@ -102,6 +104,18 @@ impl PyTransaction {
             let shard = tx.array().shard(&index).py()?;
             let writer = tx.shard_writer(&shard).py()?;
             Ok(PyShardWriter::new(writer, self.element_size))
+        })
+    }
+
+    /// Check the memory limit with a writer from `shard_writer` (not absorbed yet)
+    /// counted in; past it, the transaction fails for good.
+    fn check_writer(&self, writer: &PyShardWriter) -> PyResult<()> {
+        guard(|| {
+            let tx = self.open()?;
+            match writer.engine() {
+                Some(inner) => tx.check_writer(inner).py(),
+                None => Ok(()),
+            }
         })
     }
 

@@ -33,6 +33,11 @@ impl PyShardWriter {
         }
     }
 
+    /// The engine writer, if still open.
+    pub(crate) fn engine(&self) -> Option<&ShardWriter> {
+        self.inner.as_ref()
+    }
+
     fn open(&self) -> PyResult<&ShardWriter> {
         self.inner.as_ref().ok_or_else(|| {
             error(format!(
@@ -55,7 +60,7 @@ pub(crate) fn gather(
     data: &Bound<'_, PyUntypedArray>,
     region: &Domain,
     element_size: usize,
-    buffer: impl FnOnce(usize) -> Vec<u8>,
+    buffer: impl FnOnce(usize) -> shardwright::Result<Vec<u8>>,
 ) -> PyResult<Vec<u8>> {
     let itemsize = data.dtype().itemsize();
     if itemsize != element_size {
@@ -70,7 +75,10 @@ pub(crate) fn gather(
             region.shape()
         )));
     }
-    let mut raw = buffer(region.size() as usize * itemsize);
+    let len = shardwright::buffer::size_of(region.size(), itemsize)
+        .map_err(shardwright::Error::from)
+        .py()?;
+    let mut raw = buffer(len).py()?;
     // SAFETY: the array is alive and the GIL is held for the whole copy; numpy
     // guarantees every element inside its shape and strides is readable.
     unsafe {
@@ -121,6 +129,12 @@ impl PyShardWriter {
     #[getter]
     fn chunks_written(&self) -> usize {
         self.inner.as_ref().map_or(0, ShardWriter::chunks_written)
+    }
+
+    /// Bytes the writer holds now (encoded chunks, raw chunks in flight, partial chunks).
+    #[getter]
+    fn staged_memory(&self) -> usize {
+        self.inner.as_ref().map_or(0, ShardWriter::staged_memory)
     }
 
     fn inner_chunks(&self) -> PyResult<PyGridIter> {

@@ -197,8 +197,9 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::Domain`] for a region outside the array, [`Error::Format`] for a corrupt
-    /// stored shard, [`Error::Store`] if storage fails.
+    /// stored shard, [`Error::Store`] if storage fails, [`Error::OutOfMemory`] for a region
+    /// larger than memory.
     pub fn read(&self, region: &Domain) -> Result<Vec<u8>> {
-        crate::read::read_region(self, region)
+        crate::read::read_region(self.store.as_ref(), &self.layout, &self.path, region)
     }
 }

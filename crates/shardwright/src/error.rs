@@ -1,5 +1,6 @@
 //! The crate-wide error: each layer's error, plus what the writer adds.
 
+use crate::buffer::AllocError;
 use crate::domain::{Domain, DomainError};
 use crate::format::FormatError;
 use crate::layout::LayoutError;
@@ -27,6 +28,9 @@ pub enum Error {
     /// The storage backend failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A buffer larger than the memory available was needed (e.g. to read a huge region).
+    #[error(transparent)]
+    OutOfMemory(#[from] AllocError),
     /// No `zarr.json` where an array was expected.
     #[error("no Zarr array at '{0}' (no zarr.json there)")]
     NotFound(String),
@@ -90,6 +94,8 @@ pub enum ErrorKind {
     Conflict,
     /// A transaction's staged data would pass its memory limit.
     TooLarge,
+    /// A buffer could not be allocated.
+    OutOfMemory,
     /// Anything else: I/O failures, invalid metadata, closed writers.
     Other,
 }
@@ -113,6 +119,7 @@ impl Error {
                 ErrorKind::Conflict
             }
             Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::OutOfMemory(_) => ErrorKind::OutOfMemory,
             _ => ErrorKind::Other,
         }
     }
@@ -120,3 +127,20 @@ impl Error {
 
 /// A `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The text of a caught panic (its `&str` or `String` payload), as an internal error
+/// message: panics never cross into callers (encode threads, the Python binding).
+///
+/// ```
+/// let panic = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+/// assert_eq!(shardwright::panic_message(&*panic), "internal error (panic): boom");
+/// ```
+#[must_use]
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("internal error (panic): {text}")
+}

@@ -31,6 +31,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`domain`] | boxes, regular grids, n-d block copies; no I/O |
+//! | [`buffer`] | buffers sized by the user, allocated fallibly (an error, never an abort) |
 //! | [`layout`] | what an array looks like, read from `zarr.json` with zarrs' types |
 //! | [`format`] | the shard byte format: index, assembly, splitting, chunk codecs |
 //! | [`store`] | a small storage trait; filesystem, memory and instrumented backends |
@@ -41,6 +42,7 @@
 //! Lower layers never use higher ones.
 
 pub mod array;
+pub mod buffer;
 pub mod domain;
 mod error;
 pub mod format;
@@ -52,7 +54,7 @@ pub mod writer;
 
 pub use array::Array;
 pub use domain::{Domain, Grid};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{panic_message, Error, ErrorKind, Result};
 pub use layout::{ArraySpec, Compressor, IndexLocation, Layout};
 pub use store::{FilesystemStore, InstrumentedStore, MemoryStore, Store, Upload};
 pub use txn::{Transaction, TransactionOptions, TransactionStats};

@@ -1,104 +1,122 @@
 //! Reading a region of an array back: shards in parallel, inner chunks decoded with zarrs.
+//! Works on a layout and a store alone (below the writers and [`Array`](crate::Array),
+//! which reads through it).
 
 use rayon::prelude::*;
 
-use crate::array::Array;
-use crate::domain::copy::{copy_block, fill};
+use crate::buffer;
+use crate::domain::copy::copy_block;
 use crate::domain::Domain;
 use crate::error::Result;
 use crate::format::{chunk, shard};
-use crate::writer::{in_shard, slot_in_shard};
+use crate::layout::Layout;
+use crate::store::{join, Store};
 
-/// Read `region` of `array` as raw elements (C order, native endian).
+/// Read `region` of the array laid out as `layout`, whose folder in `store` is `path`, as
+/// raw elements (C order, native endian). The result buffer is allocated fallibly: a region
+/// larger than memory is an [`Error::OutOfMemory`](crate::Error::OutOfMemory) naming its
+/// size. Shards are read and decoded in parallel, a few at a time, so memory holds the
+/// result plus the pieces of those few shards.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use shardwright::{domain::Domain, layout::ArraySpec, store::MemoryStore, Array};
 /// let spec = ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![4]).fill_value(serde_json::json!(9));
-/// let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
-/// assert_eq!(shardwright::read::read_region(&array, &Domain::new(vec![1], vec![2])).unwrap(), vec![9, 9]);
+/// let array = Array::create(Arc::new(MemoryStore::new()), "a", &spec).unwrap();
+/// let region = Domain::new(vec![1], vec![2]);
+/// let bytes = shardwright::read::read_region(array.store().as_ref(), array.layout(), "a", &region);
+/// assert_eq!(bytes.unwrap(), vec![9, 9]);
 /// ```
 ///
 /// # Errors
-/// As [`Array::read`].
-pub fn read_region(array: &Array, region: &Domain) -> Result<Vec<u8>> {
-    region.check_inside(&array.bounds())?;
-    let layout = array.layout();
+/// [`Error::Domain`](crate::Error::Domain) for a region outside the array,
+/// [`Error::Format`](crate::Error::Format) for a corrupt stored shard,
+/// [`Error::Store`](crate::Error::Store) if storage fails,
+/// [`Error::OutOfMemory`](crate::Error::OutOfMemory) for a result larger than memory.
+pub fn read_region(
+    store: &dyn Store,
+    layout: &Layout,
+    path: &str,
+    region: &Domain,
+) -> Result<Vec<u8>> {
+    region.check_inside(&layout.bounds())?;
     let elem = layout.element_size();
-    let mut out = vec![0u8; region.size() as usize * elem];
+    let mut out = buffer::filled(region.size(), layout.fill_value_bytes())?;
     if region.is_empty() {
         return Ok(out);
     }
-    let shards: Vec<Domain> = array.shards_meeting(region).collect();
-    let pieces: Vec<(Domain, Vec<u8>)> = shards
-        .par_iter()
-        .map(|s| read_in_shard(array, s, region))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    for (piece, bytes) in pieces {
-        let at = piece.relative_to(region).expect("piece inside region");
-        let zero = vec![0; piece.ndim()];
-        copy_block(
-            &bytes,
-            piece.shape(),
-            &zero,
-            &mut out,
-            region.shape(),
-            at.origin(),
-            piece.shape(),
-            elem,
-        );
+    let shards: Vec<Domain> = layout.shard_grid().cells_meeting(region).collect();
+    let batch = 2 * rayon::current_num_threads().max(1);
+    for group in shards.chunks(batch) {
+        let pieces: Vec<(Domain, Vec<u8>)> = group
+            .par_iter()
+            .map(|s| read_in_shard(store, layout, path, s, region))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        for (piece, bytes) in pieces {
+            let at = piece.relative_to(region).expect("piece inside region");
+            let zero = vec![0; piece.ndim()];
+            copy_block(
+                &bytes,
+                piece.shape(),
+                &zero,
+                &mut out,
+                region.shape(),
+                at.origin(),
+                piece.shape(),
+                elem,
+            );
+        }
     }
     Ok(out)
 }
 
-/// The pieces of `region` inside `shard_domain`, one per inner chunk met.
+/// The pieces of `region` inside `shard_domain` that are stored, one per stored inner
+/// chunk met (the rest of the result keeps the fill value).
 fn read_in_shard(
-    array: &Array,
+    store: &dyn Store,
+    layout: &Layout,
+    path: &str,
     shard_domain: &Domain,
     region: &Domain,
 ) -> Result<Vec<(Domain, Vec<u8>)>> {
-    let layout = array.layout();
     let elem = layout.element_size();
     let index = shard_domain.index().expect("grid cells carry their index");
-    let key = array.shard_key(index);
-    let stored = array.store().get(&key)?;
-    let ranges = match (&stored, layout.is_sharded()) {
-        (Some(bytes), true) => Some(shard::split(layout, bytes).map_err(|e| in_shard(e, &key))?),
-        (Some(bytes), false) => Some(vec![Some(0..bytes.len())]),
-        (None, _) => None,
+    let key = join(path, &layout.shard_key(index));
+    let Some(stored) = store.get(&key)? else {
+        return Ok(Vec::new());
+    };
+    let ranges = if layout.is_sharded() {
+        shard::split(layout, &stored).map_err(|e| e.in_shard(&key))?
+    } else {
+        vec![Some(0..stored.len())]
     };
     let within = shard_domain.intersect(region).expect("shard meets region");
     let mut pieces = Vec::new();
-    for chunk_domain in array.chunks_meeting(&within) {
-        let piece = chunk_domain.intersect(&within).expect("chunk meets region");
-        let mut bytes = vec![0u8; piece.size() as usize * elem];
+    for chunk_domain in layout.chunk_grid().cells_meeting(&within) {
         let chunk_index = chunk_domain.index().expect("grid cells carry their index");
-        let slot = slot_in_shard(layout, shard_domain, chunk_index);
-        let range = ranges.as_ref().and_then(|r| r[slot].clone());
-        match (range, &stored) {
-            (Some(range), Some(shard_bytes)) => {
-                let raw =
-                    chunk::decode(layout, &shard_bytes[range]).map_err(|e| in_shard(e, &key))?;
-                let at = piece
-                    .relative_to(&chunk_domain)
-                    .expect("piece inside chunk");
-                let zero = vec![0; piece.ndim()];
-                copy_block(
-                    &raw,
-                    layout.chunk_shape(),
-                    at.origin(),
-                    &mut bytes,
-                    piece.shape(),
-                    &zero,
-                    piece.shape(),
-                    elem,
-                );
-            }
-            _ => fill(&mut bytes, layout.fill_value_bytes()),
-        }
+        let Some(range) = ranges[layout.slot_in_shard(chunk_index)].clone() else {
+            continue;
+        };
+        let piece = chunk_domain.intersect(&within).expect("chunk meets region");
+        let raw = chunk::decode(layout, &stored[range]).map_err(|e| e.in_shard(&key))?;
+        let at = piece
+            .relative_to(&chunk_domain)
+            .expect("piece inside chunk");
+        let mut bytes = buffer::zeroed(buffer::size_of(piece.size(), elem)?)?;
+        let zero = vec![0; piece.ndim()];
+        copy_block(
+            &raw,
+            layout.chunk_shape(),
+            at.origin(),
+            &mut bytes,
+            piece.shape(),
+            &zero,
+            piece.shape(),
+            elem,
+        );
         pieces.push((piece, bytes));
     }
     Ok(pieces)

@@ -192,20 +192,33 @@ impl Transaction {
             let writer = state.writers.remove(&index).expect("present");
             Self::commit_early(&mut state, writer)?;
         }
-        if let Some(limit) = self.options.memory_limit {
-            let staged: u64 = state
+        self.check_memory_limit(&mut state)
+    }
+
+    /// Fail the transaction (for good) if what it stages is past its memory limit.
+    fn check_memory_limit(&self, state: &mut State) -> Result<()> {
+        self.check_memory_limit_with(state, 0)
+    }
+
+    /// Fail the transaction (for good) if what it stages plus `extra` bytes is past its
+    /// memory limit.
+    fn check_memory_limit_with(&self, state: &mut State, extra: u64) -> Result<()> {
+        let Some(limit) = self.options.memory_limit else {
+            return Ok(());
+        };
+        let staged: u64 = extra
+            + state
                 .writers
                 .values()
                 .map(|w| w.staged_memory() as u64)
-                .sum();
-            if staged > limit {
-                let err = Error::TooLarge {
-                    needed: staged,
-                    limit,
-                };
-                state.failed = Some(err.clone());
-                return Err(err);
-            }
+                .sum::<u64>();
+        if staged > limit {
+            let err = Error::TooLarge {
+                needed: staged,
+                limit,
+            };
+            state.failed = Some(err.clone());
+            return Err(err);
         }
         Ok(())
     }
@@ -244,8 +257,36 @@ impl Transaction {
         self.array.shard_writer(shard)
     }
 
+    /// Check the memory limit with what `writer` (from [`shard_writer`](Self::shard_writer),
+    /// not absorbed yet) holds counted in: past the limit, the transaction fails for good,
+    /// as if the writer's data had been written to it. Call it after writes to the writer.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore, Transaction, TransactionOptions};
+    /// let spec = ArraySpec::new(vec![64], "uint8", vec![8]).shards(vec![64]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+    /// let tx = Transaction::new(array.clone(), TransactionOptions::default().memory_limit(4));
+    /// let writer = tx.shard_writer(&array.shard(&[0]).unwrap()).unwrap();
+    /// let chunk = writer.inner_chunks().next().unwrap();
+    /// writer.write_chunk(&chunk, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    /// assert!(tx.check_writer(&writer).is_err());
+    /// assert!(tx.commit().is_err()); // the transaction failed for good
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] past the memory limit (or the error the transaction failed with).
+    pub fn check_writer(&self, writer: &ShardWriter) -> Result<()> {
+        let mut state = self.lock();
+        if let Some(err) = &state.failed {
+            return Err(err.clone());
+        }
+        self.check_memory_limit_with(&mut state, writer.staged_memory() as u64)
+    }
+
     /// Merge what `writer` (from [`shard_writer`](Self::shard_writer)) staged into the
-    /// transaction. No I/O.
+    /// transaction. No I/O. The memory limit counts it as any other write: past the limit,
+    /// the transaction fails for good.
     ///
     /// # Errors
     /// As [`ShardWriter::absorb`]; [`Error::TooLarge`] past the memory limit.
@@ -269,7 +310,7 @@ impl Transaction {
             let writer = state.writers.remove(&index).expect("present");
             Self::commit_early(&mut state, writer)?;
         }
-        Ok(())
+        self.check_memory_limit(&mut state)
     }
 
     /// Commit one complete shard now. If that fails, its staged data is gone, so the

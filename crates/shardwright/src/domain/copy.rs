@@ -84,6 +84,66 @@ pub fn copy_block(
     }
 }
 
+/// Set every element of a block of `block` elements of `dst` (an array of `dst_shape`,
+/// block at `dst_origin`) to `value` (one element's bytes).
+///
+/// ```
+/// let mut dst = vec![0u8; 6];
+/// shardwright::domain::copy::fill_block(&mut dst, &[2, 3], &[0, 1], &[2, 2], &[5]);
+/// assert_eq!(dst, vec![0, 5, 5, 0, 5, 5]);
+/// ```
+///
+/// # Panics
+/// As [`copy_block`]: for ranks that differ, a block outside `dst` or a buffer that is not
+/// its shape's size (bugs, not input).
+pub fn fill_block(
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    dst_origin: &[u64],
+    block: &[u64],
+    value: &[u8],
+) {
+    let rank = block.len();
+    let elem_size = value.len();
+    assert!(dst_shape.len() == rank && dst_origin.len() == rank);
+    assert_eq!(
+        dst.len() as u64,
+        dst_shape.iter().product::<u64>() * elem_size as u64
+    );
+    for d in 0..rank {
+        assert!(
+            dst_origin[d] + block[d] <= dst_shape[d],
+            "block outside the destination"
+        );
+    }
+    if block.contains(&0) {
+        return;
+    }
+    if rank == 0 {
+        dst[..elem_size].copy_from_slice(value);
+        return;
+    }
+    let mut split = rank - 1;
+    while split > 0 && block[split] == dst_shape[split] {
+        split -= 1;
+    }
+    let run = block[split..].iter().product::<u64>() as usize * elem_size;
+    let dst_strides = strides(dst_shape, elem_size);
+    let outer = &block[..split];
+    let mut counter = vec![0u64; split];
+    loop {
+        let mut t = 0usize;
+        for d in 0..rank {
+            let i = if d < split { counter[d] } else { 0 };
+            t += ((dst_origin[d] + i) as usize) * dst_strides[d];
+        }
+        fill(&mut dst[t..t + run], value);
+        if !increment(&mut counter, outer) {
+            break;
+        }
+    }
+}
+
 /// Fill `dst` (a C-ordered array of `dst_shape`) with copies of the element `value`.
 ///
 /// ```

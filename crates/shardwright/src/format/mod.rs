@@ -53,6 +53,25 @@ pub enum FormatError {
     },
 }
 
+impl FormatError {
+    /// The error, naming the stored shard (at `key`) it came from when it is corruption.
+    ///
+    /// ```
+    /// use shardwright::format::FormatError;
+    /// let err = FormatError::Corrupt("bad checksum".into()).in_shard("a/c/0");
+    /// assert_eq!(err.to_string(), "corrupt shard: stored shard 'a/c/0': bad checksum");
+    /// ```
+    #[must_use]
+    pub fn in_shard(self, key: &str) -> Self {
+        match self {
+            FormatError::Corrupt(why) => {
+                FormatError::Corrupt(format!("stored shard '{key}': {why}"))
+            }
+            other => other,
+        }
+    }
+}
+
 pub(crate) fn codec_options() -> zarrs::array::CodecOptions {
     // Parallelism is across inner chunks, on shardwright's pool; each encode is serial.
     zarrs::array::CodecOptions::default().with_concurrent_target(1)

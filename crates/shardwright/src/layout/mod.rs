@@ -391,6 +391,39 @@ impl Layout {
         Grid::new(self.shape.clone(), self.chunk_shape.clone()).expect("validated shapes")
     }
 
+    /// A raw inner chunk (full shape) of the fill value.
+    ///
+    /// # Errors
+    /// [`AllocError`](crate::buffer::AllocError) when the memory cannot be had.
+    pub fn fill_chunk(&self) -> Result<Vec<u8>, crate::buffer::AllocError> {
+        crate::buffer::filled(self.chunk_elements(), self.fill_value_bytes())
+    }
+
+    /// The number of elements of a full inner chunk.
+    #[must_use]
+    pub fn chunk_elements(&self) -> u64 {
+        self.chunk_shape.iter().product()
+    }
+
+    /// The C-order slot, within its shard, of the inner chunk with (global) grid index
+    /// `chunk_index`.
+    ///
+    /// ```
+    /// use shardwright::layout::{ArraySpec, Layout};
+    /// let json = ArraySpec::new(vec![8, 8], "uint8", vec![2, 2]).shards(vec![4, 4]).to_json().unwrap();
+    /// let layout = Layout::from_json(json.as_bytes()).unwrap();
+    /// assert_eq!(layout.slot_in_shard(&[3, 2]), 2); // shard (1, 1), local (1, 0)
+    /// ```
+    #[must_use]
+    pub fn slot_in_shard(&self, chunk_index: &[u64]) -> usize {
+        let cps = self.chunks_per_shard();
+        let mut slot = 0u64;
+        for (c, n) in chunk_index.iter().zip(cps) {
+            slot = slot * n + c % n;
+        }
+        slot as usize
+    }
+
     /// The storage key of a shard, relative to the array's folder, e.g. `c/0/1/2`.
     #[must_use]
     pub fn shard_key(&self, shard_index: &[u64]) -> String {

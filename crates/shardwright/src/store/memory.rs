@@ -34,7 +34,7 @@ fn store_if(
 ) -> Result<(), StoreError> {
     let mut values = lock(values);
     if let Some(expected) = condition {
-        let current = values.get(key).map(|(_, n)| Version(n.to_string()));
+        let current = values.get(key).map(|(_, n)| Version::new(n.to_string()));
         if current.as_ref() != expected {
             return Err(StoreError::Conflict {
                 key: key.to_string(),
@@ -145,7 +145,7 @@ impl Store for MemoryStore {
         Ok(self
             .lock()
             .get(key)
-            .map(|(v, n)| (v.clone(), Version(n.to_string()))))
+            .map(|(v, n)| (v.clone(), Version::new(n.to_string()))))
     }
 
     fn put_if(
@@ -185,7 +185,7 @@ impl Store for MemoryStore {
     fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
         check_key(key)?;
         let mut values = self.lock();
-        let current = values.get(key).map(|(_, n)| Version(n.to_string()));
+        let current = values.get(key).map(|(_, n)| Version::new(n.to_string()));
         if current.as_ref() != expected {
             return Err(StoreError::Conflict {
                 key: key.to_string(),

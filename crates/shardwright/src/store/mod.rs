@@ -51,6 +51,15 @@ pub enum StoreError {
         /// The key.
         key: String,
     },
+    /// The change was made (the value stored or removed, and visible to readers), but
+    /// flushing it to disk failed: it may not survive a power loss or an OS crash.
+    #[error("'{key}' was changed (stored or removed, and visible), but flushing the change to disk failed: {message}; it may be lost if the machine loses power before the filesystem writes it")]
+    NotDurable {
+        /// The key.
+        key: String,
+        /// What the backend said.
+        message: String,
+    },
     /// A requested byte range reaches past the end of the value.
     #[error("range {start}..{end} is outside '{key}' ({size} bytes)")]
     Range {
@@ -74,10 +83,74 @@ impl StoreError {
     }
 }
 
-/// An opaque version of a stored value (filesystem: inode, size and times; object
-/// stores: the ETag), to make a put conditional on the value being unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Version(pub String);
+/// An opaque version of a stored value (object stores: the ETag; memory: a counter;
+/// filesystem: the file's identity and times, together with the file itself held open),
+/// to make a put conditional on the value being unchanged. Two versions are equal when
+/// their tags are; a backend may also keep a *pin* with the version — the filesystem keeps
+/// the file it read open, so its inode cannot be handed to another file while the version
+/// lives, and a replacement is recognised however coarse the filesystem's timestamps are.
+///
+/// ```
+/// use shardwright::store::Version;
+/// let v = Version::new("\"etag-1\"");
+/// assert_eq!(v, Version::new("\"etag-1\""));
+/// assert_eq!(v.tag(), "\"etag-1\"");
+/// ```
+#[derive(Clone)]
+pub struct Version {
+    tag: String,
+    pin: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Version {
+    /// A version identified by `tag` alone.
+    pub fn new(tag: impl Into<String>) -> Self {
+        Self {
+            tag: tag.into(),
+            pin: None,
+        }
+    }
+
+    /// A version identified by `tag` that keeps `pin` alive as long as it lives.
+    pub fn pinned(tag: impl Into<String>, pin: impl std::any::Any + Send + Sync) -> Self {
+        Self {
+            tag: tag.into(),
+            pin: Some(std::sync::Arc::new(pin)),
+        }
+    }
+
+    /// The tag: what identifies the version (an ETag, a counter, file metadata).
+    #[must_use]
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The pin, if it is a `T`.
+    #[must_use]
+    pub fn pin<T: 'static>(&self) -> Option<&T> {
+        self.pin.as_deref().and_then(|p| p.downcast_ref::<T>())
+    }
+}
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Self) -> bool {
+        self.tag == other.tag
+    }
+}
+
+impl Eq for Version {}
+
+impl std::hash::Hash for Version {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tag.hash(state);
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Version").field(&self.tag).finish()
+    }
+}
 
 /// A value written piece by piece (a streaming upload): nothing is visible under its key
 /// until [`complete`](Upload::complete) succeeds, and dropping an upload that did not

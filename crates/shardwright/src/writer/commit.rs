@@ -8,7 +8,6 @@ use rayon::prelude::*;
 use super::partial::PartialChunk;
 use super::slots::{Finished, Slot};
 use super::WriterOptions;
-use crate::domain::copy::fill;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::format::{chunk, index, shard, FormatError};
@@ -160,7 +159,7 @@ pub(super) fn commit(
             None => None,
             Some(Ok(ranges)) => Some(ranges),
             Some(Err(FormatError::Corrupt(_))) if target.options.overwrite_corrupt => None,
-            Some(Err(e @ FormatError::Corrupt(_))) => return Err(in_shard(e, target.key).into()),
+            Some(Err(e @ FormatError::Corrupt(_))) => return Err(e.in_shard(target.key).into()),
             Some(Err(e)) => return Err(e.into()),
         };
         let stored_chunk = |slot: usize| -> Option<&[u8]> {
@@ -172,25 +171,20 @@ pub(super) fn commit(
         let completed: Vec<(usize, bool, Option<Vec<u8>>)> = partials
             .par_iter()
             .map(|(&slot, partial)| {
-                let fill_raw = || {
-                    let mut raw = vec![0u8; layout.raw_chunk_bytes()];
-                    fill(&mut raw, layout.fill_value_bytes());
-                    raw
-                };
                 let (mut base, decoded) = match stored_chunk(slot).map(|e| chunk::decode(layout, e))
                 {
                     Some(Ok(raw)) => (raw, true),
                     // A stored chunk that does not decode is rewritten from the fill value.
                     Some(Err(FormatError::Corrupt(_))) if target.options.overwrite_corrupt => {
-                        (fill_raw(), false)
+                        (layout.fill_chunk()?, false)
                     }
-                    Some(Err(e)) => return Err(in_shard(e, target.key)),
-                    None => (fill_raw(), false),
+                    Some(Err(e)) => return Err(e.in_shard(target.key).into()),
+                    None => (layout.fill_chunk()?, false),
                 };
                 partial.overlay_onto(layout, &mut base);
                 Ok((slot, decoded, chunk::encode(layout, base)?))
             })
-            .collect::<Result<_, FormatError>>()?;
+            .collect::<Result<_>>()?;
         let mut attempt = stats;
         attempt.chunks_decoded = completed.iter().filter(|c| c.1).count() as u64;
         let completed: BTreeMap<usize, Option<Vec<u8>>> =
@@ -246,14 +240,6 @@ fn backoff(n: u32) {
     ));
 }
 
-/// The error, naming the stored shard it came from.
-pub(crate) fn in_shard(err: FormatError, key: &str) -> FormatError {
-    match err {
-        FormatError::Corrupt(why) => FormatError::Corrupt(format!("stored shard '{key}': {why}")),
-        other => other,
-    }
-}
-
 /// Copy the chunks of `slots` spilled to `old` into a new upload, in slot order, a
 /// megabyte at a time, and point the slots at their new places. `old` is dropped (and its
 /// bytes removed) by the caller.
@@ -278,7 +264,11 @@ fn compact(
             }
         }
     }
-    new.append(&[&batch])?;
+    // The last batch is empty when no live chunk follows the last full batch, or when
+    // every spilled chunk was written again (as the fill value, or in part).
+    if !batch.is_empty() {
+        new.append(&[&batch])?;
+    }
     Ok(new)
 }
 

@@ -51,14 +51,13 @@ mod region;
 mod slots;
 mod spill;
 
-pub(crate) use commit::in_shard;
 pub use commit::CommitStats;
 pub use options::{WriterOptions, DEFAULT_RETRIES};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::domain::copy::{copy_block, fill};
+use crate::domain::copy::copy_block;
 use crate::domain::{Domain, Grid, GridCells};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -164,14 +163,16 @@ impl ShardWriter {
     /// # let array = Array::create(Arc::new(MemoryStore::new()), "", &ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![4])).unwrap();
     /// # let writer = array.shard_writer(&array.shards().next().unwrap()).unwrap();
     /// for chunk in writer.inner_chunks() {
-    ///     let mut raw = writer.buffer(chunk.size() as usize);
+    ///     let mut raw = writer.buffer(chunk.size() as usize).unwrap();
     ///     raw.fill(9);
     ///     writer.write_chunk_owned(&chunk, raw).unwrap();
     /// }
     /// assert_eq!(writer.commit().unwrap().chunks_written, 2);
     /// ```
-    #[must_use]
-    pub fn buffer(&self, len: usize) -> Vec<u8> {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the memory cannot be had.
+    pub fn buffer(&self, len: usize) -> Result<Vec<u8>> {
         self.slots.buffer(len)
     }
 
@@ -202,10 +203,31 @@ impl ShardWriter {
     }
 
     fn submit(&self, slot: usize, raw: Vec<u8>) -> Result<()> {
-        // A whole chunk replaces whatever part of it was written before.
-        self.partials().remove(&slot);
+        self.submit_locked(&mut self.partials(), slot, raw)
+    }
+
+    /// Submit a whole chunk for `slot`, with the partial chunks locked: the chunk replaces
+    /// whatever part of it was written before, and dropping that part and marking the slot
+    /// pending are one step for any other thread writing the same chunk (which would
+    /// otherwise start a partial chunk from the slot's old state in between, and have the
+    /// commit complete it from the stored chunk, losing this write).
+    fn submit_locked(
+        &self,
+        partials: &mut BTreeMap<usize, PartialChunk>,
+        slot: usize,
+        raw: Vec<u8>,
+    ) -> Result<()> {
+        partials.remove(&slot);
         self.slots
             .submit(slot, raw, &self.layout, self.options.pool.as_deref())
+    }
+
+    /// Record `slot` as written with the fill value everywhere (nothing to encode), as one
+    /// step with dropping any part of it written before (see [`submit_locked`](Self::submit_locked)).
+    fn set_empty(&self, slot: usize) {
+        let mut partials = self.partials();
+        partials.remove(&slot);
+        self.slots.set_empty(slot);
     }
 
     /// Write one inner chunk: `data` holds its elements in C order, native endian, with
@@ -220,9 +242,9 @@ impl ShardWriter {
         let slot = self.slot_of(chunk)?;
         self.check_len(chunk, data.len())?;
         let raw = if chunk.shape() == self.layout.chunk_shape() {
-            data.to_vec()
+            self.slots.buffer_from(data)?
         } else {
-            self.padded(chunk, data)
+            self.padded(chunk, data)?
         };
         self.submit(slot, raw)
     }
@@ -248,7 +270,7 @@ impl ShardWriter {
         let raw = if chunk.shape() == self.layout.chunk_shape() {
             data
         } else {
-            self.padded(chunk, &data)
+            self.padded(chunk, &data)?
         };
         self.submit(slot, raw)
     }
@@ -269,18 +291,36 @@ impl ShardWriter {
                 got: value.len(),
             });
         }
+        self.write_value_at(slot, chunk, value, &mut None)
+    }
+
+    /// Write `value` over every element of `chunk`, the inner chunk in `slot`. A whole
+    /// (unclipped) chunk is encoded once into `constant` and placed from there, so a region
+    /// of one value costs one encode however many chunks it covers.
+    pub(super) fn write_value_at(
+        &self,
+        slot: usize,
+        chunk: &Domain,
+        value: &[u8],
+        constant: &mut Option<Option<Vec<u8>>>,
+    ) -> Result<()> {
         if value == self.layout.fill_value_bytes() {
-            self.partials().remove(&slot);
-            self.slots.set_empty(slot);
+            self.set_empty(slot);
             return Ok(());
         }
-        let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
-        fill(&mut raw, value);
         if chunk.shape() != self.layout.chunk_shape() {
-            let data = raw[..chunk.size() as usize * value.len()].to_vec();
-            raw = self.padded(chunk, &data);
+            // Clipped at the array edge: the value inside the array, the fill value outside.
+            let data = crate::buffer::filled(chunk.size(), value)?;
+            return self.submit(slot, self.padded(chunk, &data)?);
         }
-        self.submit(slot, raw)
+        if constant.is_none() {
+            let raw = crate::buffer::filled(self.layout.chunk_elements(), value)?;
+            *constant = Some(crate::format::chunk::encode(&self.layout, raw)?);
+        }
+        let encoded = constant.clone().expect("encoded above");
+        let mut partials = self.partials();
+        partials.remove(&slot);
+        self.slots.submit_encoded(slot, encoded)
     }
 
     /// Wait for the encodes and store the shard (see the [module docs](self)).
@@ -329,6 +369,12 @@ impl ShardWriter {
             .name("shardwright-commit".into())
             .spawn(move || self.commit());
         PendingCommit { shard, handle }
+    }
+
+    /// Wait until every chunk written so far is encoded and placed.
+    #[cfg(test)]
+    pub(crate) fn wait_placed(&self) {
+        self.slots.wait_placed();
     }
 
     /// Drop the writer without storing anything (the same as dropping it).
@@ -381,11 +427,10 @@ impl ShardWriter {
 
     /// A full inner chunk of the fill value with `data` (of `chunk`'s clipped shape) at
     /// its origin.
-    fn padded(&self, chunk: &Domain, data: &[u8]) -> Vec<u8> {
+    fn padded(&self, chunk: &Domain, data: &[u8]) -> Result<Vec<u8>> {
         let elem = self.layout.element_size();
         let full = self.layout.chunk_shape();
-        let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
-        fill(&mut raw, self.layout.fill_value_bytes());
+        let mut raw = self.layout.fill_chunk()?;
         let zero = vec![0; full.len()];
         copy_block(
             data,
@@ -397,7 +442,7 @@ impl ShardWriter {
             chunk.shape(),
             elem,
         );
-        raw
+        Ok(raw)
     }
 }
 
@@ -426,7 +471,7 @@ impl PendingCommit {
             .map_err(|e| Error::Store(crate::store::StoreError::io("(commit thread)", e)))?;
         handle.join().unwrap_or_else(|panic| {
             Err(Error::Format(crate::format::FormatError::Codec(
-                slots::panic_message(&panic),
+                crate::error::panic_message(&*panic),
             )))
         })
     }
@@ -453,22 +498,8 @@ pub(crate) fn shard_index_of(layout: &Layout, shard: &Domain) -> Result<Vec<u64>
     Ok(index)
 }
 
-/// The C-order slot, within its shard, of the inner chunk with global grid index `chunk`.
-pub(crate) fn slot_in_shard(layout: &Layout, shard: &Domain, chunk: &[u64]) -> usize {
-    let cps = layout.chunks_per_shard();
-    let shard_index: Vec<u64> = shard
-        .origin()
-        .iter()
-        .zip(layout.shard_shape())
-        .map(|(o, s)| o / s)
-        .collect();
-    let mut slot = 0u64;
-    for d in 0..cps.len() {
-        slot = slot * cps[d] + (chunk[d] - shard_index[d] * cps[d]);
-    }
-    slot as usize
-}
-
+#[cfg(test)]
+mod rewrite_tests;
 #[cfg(test)]
 mod spill_tests;
 #[cfg(test)]

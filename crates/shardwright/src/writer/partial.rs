@@ -2,7 +2,8 @@
 //! saying which elements were written. At commit they are completed from the stored chunk
 //! (decoded) or the fill value.
 
-use crate::domain::copy::{copy_block, fill};
+use crate::buffer::{self, AllocError};
+use crate::domain::copy::{copy_block, fill_block};
 use crate::domain::Domain;
 use crate::layout::Layout;
 
@@ -21,23 +22,35 @@ pub(crate) struct PartialChunk {
 
 impl PartialChunk {
     /// A chunk with nothing written yet.
-    pub(crate) fn empty(layout: &Layout, chunk: Domain) -> Self {
-        let n = layout.chunk_shape().iter().product::<u64>() as usize;
-        Self {
+    pub(crate) fn empty(layout: &Layout, chunk: Domain) -> Result<Self, AllocError> {
+        Self::with_raw(layout, chunk, buffer::zeroed(layout.raw_chunk_bytes())?)
+    }
+
+    fn with_raw(layout: &Layout, chunk: Domain, raw: Vec<u8>) -> Result<Self, AllocError> {
+        let words = layout.chunk_elements().div_ceil(64);
+        let mut covered = Vec::new();
+        covered
+            .try_reserve_exact(buffer::size_of(words, 1)?)
+            .map_err(|_| AllocError::new(words.saturating_mul(8)))?;
+        covered.resize(words as usize, 0u64);
+        Ok(Self {
             chunk,
-            raw: vec![0u8; layout.raw_chunk_bytes()],
-            covered: vec![0u64; n.div_ceil(64)],
+            raw,
+            covered,
             n_covered: 0,
-        }
+        })
     }
 
     /// A chunk whose every element is already written with `raw` (a full raw chunk).
-    pub(crate) fn from_raw(layout: &Layout, chunk: Domain, raw: Vec<u8>) -> Self {
-        let mut partial = Self::empty(layout, chunk.clone());
-        partial.raw = raw;
+    pub(crate) fn from_raw(
+        layout: &Layout,
+        chunk: Domain,
+        raw: Vec<u8>,
+    ) -> Result<Self, AllocError> {
+        let mut partial = Self::with_raw(layout, chunk.clone(), raw)?;
         let origin = vec![0; chunk.ndim()];
         partial.mark(layout, &Domain::new(origin, chunk.shape().to_vec()));
-        partial
+        Ok(partial)
     }
 
     /// The bytes this chunk holds in memory.
@@ -51,11 +64,10 @@ impl PartialChunk {
     }
 
     /// The full raw chunk, once complete (padding outside the array: the fill value).
-    pub(crate) fn into_raw(self, layout: &Layout) -> Vec<u8> {
-        let mut base = vec![0u8; layout.raw_chunk_bytes()];
-        fill(&mut base, layout.fill_value_bytes());
+    pub(crate) fn into_raw(self, layout: &Layout) -> Result<Vec<u8>, AllocError> {
+        let mut base = layout.fill_chunk()?;
         self.overlay_onto(layout, &mut base);
-        base
+        Ok(base)
     }
 
     /// Copy `piece` (a block of `data`, an array of `region`) into the chunk.
@@ -74,6 +86,20 @@ impl PartialChunk {
             elem,
         );
         self.mark(layout, &at_dst);
+    }
+
+    /// Set every element of `piece` (inside the chunk, in array coordinates) to `value`
+    /// (one element's bytes).
+    pub(crate) fn write_value(&mut self, layout: &Layout, piece: &Domain, value: &[u8]) {
+        let at = piece.relative_to(&self.chunk).expect("piece inside chunk");
+        fill_block(
+            &mut self.raw,
+            layout.chunk_shape(),
+            at.origin(),
+            at.shape(),
+            value,
+        );
+        self.mark(layout, &at);
     }
 
     /// Copy this chunk's written elements onto `base`, a full raw chunk.

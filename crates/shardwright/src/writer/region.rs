@@ -3,8 +3,8 @@
 
 use super::partial::PartialChunk;
 use super::slots::Slot;
-use super::{slot_in_shard, ShardWriter};
-use crate::domain::copy::{copy_block, fill};
+use super::ShardWriter;
+use crate::domain::copy::copy_block;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 
@@ -76,15 +76,16 @@ impl ShardWriter {
         let full = self.layout.chunk_shape().to_vec();
         for chunk in self.chunk_grid.cells_meeting(region) {
             let piece = chunk.intersect(region).expect("cells meet the region");
-            let slot = slot_in_shard(&self.layout, &self.shard, chunk.index().expect("indexed"));
+            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
             let at = piece
                 .relative_to(data_region)
                 .expect("piece inside the data");
             if piece == chunk {
-                let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
-                if chunk.shape() != full.as_slice() {
-                    fill(&mut raw, self.layout.fill_value_bytes());
-                }
+                let mut raw = if chunk.shape() == full.as_slice() {
+                    self.slots.buffer(self.layout.raw_chunk_bytes())?
+                } else {
+                    self.layout.fill_chunk()?
+                };
                 let zero = vec![0; full.len()];
                 copy_block(
                     data,
@@ -99,7 +100,7 @@ impl ShardWriter {
                 self.submit(slot, raw)?;
             } else {
                 self.write_partial(slot, chunk, |p| {
-                    p.write(&self.layout, &piece, data, data_region)
+                    p.write(&self.layout, &piece, data, data_region);
                 })?;
             }
         }
@@ -120,8 +121,21 @@ impl ShardWriter {
         }
     }
 
-    /// Write `value` (one element's bytes) to every element of `region`; an inner chunk of
-    /// the fill value costs nothing to encode.
+    /// Write `value` (one element's bytes) to every element of `region`, without ever
+    /// holding the raw region: the inner chunks it covers whole share one encoded chunk
+    /// (encoded once; a chunk of the fill value costs nothing), the ones it covers in part
+    /// get the value in their partly written elements.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, Domain, MemoryStore};
+    /// let spec = ArraySpec::new(vec![6], "uint8", vec![2]).shards(vec![6]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+    /// let writer = array.shard_writer(&array.shard(&[0]).unwrap()).unwrap();
+    /// writer.write_region_value(&Domain::new(vec![1], vec![5]), &[7]).unwrap();
+    /// writer.commit().unwrap();
+    /// assert_eq!(array.read(&array.bounds()).unwrap(), vec![0, 7, 7, 7, 7, 7]);
+    /// ```
     ///
     /// # Errors
     /// As [`write_region`](Self::write_region).
@@ -141,9 +155,17 @@ impl ShardWriter {
         if region.is_empty() {
             return Ok(());
         }
-        let mut data = vec![0u8; region.size() as usize * value.len()];
-        fill(&mut data, value);
-        self.write_region(region, &data)
+        let mut constant = None;
+        for chunk in self.chunk_grid.cells_meeting(region) {
+            let piece = chunk.intersect(region).expect("cells meet the region");
+            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
+            if piece == chunk {
+                self.write_value_at(slot, &chunk, value, &mut constant)?;
+            } else {
+                self.write_partial(slot, chunk, |p| p.write_value(&self.layout, &piece, value))?;
+            }
+        }
+        Ok(())
     }
 
     /// Apply `change` to the partly written chunk in `slot`, creating it (from what was
@@ -158,14 +180,15 @@ impl ShardWriter {
         let mut partial = match partials.remove(&slot) {
             Some(p) => p,
             None => match self.slots.written_raw(slot, &self.layout)? {
-                Some(raw) => PartialChunk::from_raw(&self.layout, chunk, raw),
-                None => PartialChunk::empty(&self.layout, chunk),
+                Some(raw) => PartialChunk::from_raw(&self.layout, chunk, raw)?,
+                None => PartialChunk::empty(&self.layout, chunk)?,
             },
         };
         change(&mut partial);
         if partial.is_complete() {
-            drop(partials);
-            self.submit(slot, partial.into_raw(&self.layout))
+            // Still under the lock: no other write of this chunk can come in between.
+            let raw = partial.into_raw(&self.layout)?;
+            self.submit_locked(&mut partials, slot, raw)
         } else {
             partials.insert(slot, partial);
             Ok(())
@@ -185,13 +208,13 @@ impl ShardWriter {
         let full = self.layout.chunk_shape().to_vec();
         for chunk in self.chunk_grid.cells_meeting(&within) {
             let piece = chunk.intersect(&within).expect("cells meet the region");
-            let slot = slot_in_shard(&self.layout, &self.shard, chunk.index().expect("indexed"));
+            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
             let in_chunk = piece.relative_to(&chunk).expect("piece inside chunk");
             let in_out = piece.relative_to(region).expect("piece inside region");
             let partial = self.partials().get(&slot).cloned();
             let raw = match partial {
                 Some(p) => {
-                    let mut raw = vec![0u8; self.layout.raw_chunk_bytes()];
+                    let mut raw = crate::buffer::zeroed(self.layout.raw_chunk_bytes())?;
                     copy_block(
                         out,
                         region.shape(),
@@ -243,7 +266,9 @@ impl ShardWriter {
         let partials = std::mem::take(&mut *other.partials());
         for (slot, state) in slots.into_iter().enumerate() {
             if matches!(state, Slot::Encoded(_) | Slot::Empty) {
-                self.partials().remove(&slot);
+                // One step, as in `submit_locked`.
+                let mut partials = self.partials();
+                partials.remove(&slot);
                 self.slots.set(slot, state);
             }
         }

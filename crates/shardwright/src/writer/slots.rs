@@ -7,7 +7,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use rayon::ThreadPool;
 
 use super::spill::{Encoded, Sink, SpillQueue};
-use crate::error::Result;
+use crate::buffer;
+use crate::error::{panic_message, Result};
 use crate::format::{chunk, FormatError};
 use crate::layout::Layout;
 use crate::store::Upload;
@@ -134,20 +135,34 @@ impl SlotTable {
 
     /// A zeroed buffer of `len` bytes, reusing the buffer of a finished encode when one
     /// is large enough.
-    pub(crate) fn buffer(&self, len: usize) -> Vec<u8> {
-        let reused = {
-            let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-            let fits = spare.iter().rposition(|b| b.capacity() >= len);
-            fits.map(|i| spare.swap_remove(i))
-        };
-        match reused {
+    pub(crate) fn buffer(&self, len: usize) -> Result<Vec<u8>> {
+        match self.spare_buffer(len) {
             Some(mut buffer) => {
-                buffer.clear();
                 buffer.resize(len, 0);
-                buffer
+                Ok(buffer)
             }
-            None => vec![0; len],
+            None => Ok(buffer::zeroed(len)?),
         }
+    }
+
+    /// A copy of `data`, in the buffer of a finished encode when one is large enough.
+    pub(crate) fn buffer_from(&self, data: &[u8]) -> Result<Vec<u8>> {
+        match self.spare_buffer(data.len()) {
+            Some(mut buffer) => {
+                buffer.extend_from_slice(data);
+                Ok(buffer)
+            }
+            None => Ok(buffer::copied(data)?),
+        }
+    }
+
+    /// An emptied spare buffer with room for `len` bytes, if there is one.
+    fn spare_buffer(&self, len: usize) -> Option<Vec<u8>> {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        let fits = spare.iter().rposition(|b| b.capacity() >= len)?;
+        let mut buffer = spare.swap_remove(fits);
+        buffer.clear();
+        Some(buffer)
     }
 
     /// Keep `buffer` for [`buffer`](Self::buffer), at most `max_in_flight` of them.
@@ -156,6 +171,33 @@ impl SlotTable {
         if spare.len() < self.max_in_flight {
             spare.push(buffer);
         }
+    }
+
+    /// Wait while `max_in_flight` submissions are not placed yet, then fail with an
+    /// earlier encode's or the upload's error, if any; otherwise count a new submission
+    /// for `slot` (its generation is returned) with `raw_len` raw bytes in flight.
+    fn reserve(&self, slot: usize, raw_len: usize) -> Result<u64> {
+        let mut table = self.lock();
+        while table.in_flight >= self.max_in_flight {
+            table = self
+                .changed
+                .wait(table)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if let Some(err) = &table.error {
+            return Err(err.clone().into());
+        }
+        // A failed append will fail the commit: fail the writes now rather than after
+        // the rest of the shard was computed.
+        if let Some(err) = self.sink.as_ref().and_then(Sink::failure) {
+            return Err(err.into());
+        }
+        table.generation += 1;
+        table.in_flight += 1;
+        table.raw_in_flight += raw_len;
+        let generation = table.generation;
+        table.set(slot, Slot::Pending(generation));
+        Ok(generation)
     }
 
     /// Hand `raw` (one full inner chunk) to the pool for encoding into `slot`. Waits first
@@ -167,32 +209,10 @@ impl SlotTable {
         layout: &Arc<Layout>,
         pool: Option<&ThreadPool>,
     ) -> Result<()> {
-        let generation = {
-            let mut table = self.lock();
-            while table.in_flight >= self.max_in_flight {
-                table = self
-                    .changed
-                    .wait(table)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            if let Some(err) = &table.error {
-                return Err(err.clone().into());
-            }
-            // A failed append will fail the commit: fail the writes now rather than after
-            // the rest of the shard was computed.
-            if let Some(err) = self.sink.as_ref().and_then(Sink::failure) {
-                return Err(err.into());
-            }
-            table.generation += 1;
-            table.in_flight += 1;
-            table.raw_in_flight += raw.len();
-            let generation = table.generation;
-            table.set(slot, Slot::Pending(generation));
-            generation
-        };
+        let raw_len = raw.len();
+        let generation = self.reserve(slot, raw_len)?;
         let this = Arc::clone(self);
         let layout = Arc::clone(layout);
-        let raw_len = raw.len();
         let task = move || {
             // Waiters are woken however this task ends.
             let _notify = NotifyOnDrop(&this.changed);
@@ -200,7 +220,7 @@ impl SlotTable {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 chunk::encode_slice(&layout, &raw)
             }))
-            .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&panic))));
+            .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&*panic))));
             this.recycle(raw);
             let mut table = this.lock();
             table.raw_in_flight -= raw_len;
@@ -212,43 +232,66 @@ impl SlotTable {
                     Encoded::Failed
                 }
             };
-            let placeable = match table.spill.as_mut() {
-                Some(queue) => queue.finished(generation, slot, outcome),
-                None => vec![(generation, slot, outcome)],
-            };
-            // A submission counts as in flight until it is placed, so the chunks that
-            // finished before an earlier one are bounded by `max_in_flight` too.
-            table.in_flight -= placeable.len();
-            for (generation, slot, outcome) in placeable {
-                // A slot written again since keeps the later write.
-                if !matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
-                    continue;
-                }
-                // A failed encode must not leave its slot pending: waiters would never wake.
-                let state = match outcome {
-                    Encoded::Bytes(bytes) => match table.spill.as_mut() {
-                        Some(queue) => Slot::Spilled {
-                            offset: queue.stage(&bytes),
-                            len: bytes.len() as u64,
-                        },
-                        None => Slot::Encoded(bytes),
-                    },
-                    Encoded::Empty => Slot::Empty,
-                    Encoded::Failed => Slot::Unwritten,
-                };
-                table.set(slot, state);
-            }
-            if table.spill.as_ref().is_some_and(SpillQueue::full) {
-                this.append_staged(table);
-            } else {
-                drop(table);
-            }
+            this.place(table, generation, slot, outcome);
         };
         match pool {
             Some(pool) => pool.spawn(task),
             None => rayon::spawn(task),
         }
         Ok(())
+    }
+
+    /// Put `bytes`, an inner chunk already encoded (`None`: the fill value everywhere), in
+    /// `slot`, in the order of submissions (as [`submit`](Self::submit) with its encode
+    /// done): a constant region encodes one chunk and places it in every slot it covers.
+    /// Waits first while `max_in_flight` submissions are not placed yet.
+    pub(crate) fn submit_encoded(&self, slot: usize, bytes: Option<Vec<u8>>) -> Result<()> {
+        let generation = self.reserve(slot, 0)?;
+        let outcome = bytes.map_or(Encoded::Empty, Encoded::Bytes);
+        self.place(self.lock(), generation, slot, outcome);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Record the outcome of submission `generation` for `slot` and place every outcome
+    /// that can be placed now (streaming writers place in submission order); appends the
+    /// staging buffer when it is full.
+    fn place(
+        &self,
+        mut table: MutexGuard<'_, Table>,
+        generation: u64,
+        slot: usize,
+        outcome: Encoded,
+    ) {
+        let placeable = match table.spill.as_mut() {
+            Some(queue) => queue.finished(generation, slot, outcome),
+            None => vec![(generation, slot, outcome)],
+        };
+        // A submission counts as in flight until it is placed, so the chunks that
+        // finished before an earlier one are bounded by `max_in_flight` too.
+        table.in_flight -= placeable.len();
+        for (generation, slot, outcome) in placeable {
+            // A slot written again since keeps the later write.
+            if !matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
+                continue;
+            }
+            // A failed encode must not leave its slot pending: waiters would never wake.
+            let state = match outcome {
+                Encoded::Bytes(bytes) => match table.spill.as_mut() {
+                    Some(queue) => Slot::Spilled {
+                        offset: queue.stage(&bytes),
+                        len: bytes.len() as u64,
+                    },
+                    None => Slot::Encoded(bytes),
+                },
+                Encoded::Empty => Slot::Empty,
+                Encoded::Failed => Slot::Unwritten,
+            };
+            table.set(slot, state);
+        }
+        if table.spill.as_ref().is_some_and(SpillQueue::full) {
+            self.append_staged(table);
+        }
     }
 
     /// Append the staged bytes to the sink. Takes the table's lock and releases it before
@@ -309,11 +352,7 @@ impl SlotTable {
         };
         match encoded {
             Some(bytes) => Ok(Some(chunk::decode(layout, &bytes)?)),
-            None => {
-                let mut raw = vec![0u8; layout.raw_chunk_bytes()];
-                crate::domain::copy::fill(&mut raw, layout.fill_value_bytes());
-                Ok(Some(raw))
-            }
+            None => Ok(Some(layout.fill_chunk()?)),
         }
     }
 
@@ -368,6 +407,19 @@ impl SlotTable {
         }
     }
 
+    /// Wait until every submission so far is placed (tests: make chunks spilled before
+    /// writing them again).
+    #[cfg(test)]
+    pub(crate) fn wait_placed(&self) {
+        let mut table = self.lock();
+        while table.in_flight > 0 {
+            table = self
+                .changed
+                .wait(table)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
     /// How many slots have been written so far.
     pub(crate) fn written(&self) -> usize {
         self.lock().written
@@ -381,14 +433,4 @@ impl Drop for NotifyOnDrop<'_> {
     fn drop(&mut self) {
         self.0.notify_all();
     }
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string());
-    format!("internal error (panic): {text}")
 }

@@ -174,7 +174,7 @@ impl Sink {
                 Ok(Err(e)) => Some(e),
                 Err(panic) => Some(StoreError::io(
                     &self.key,
-                    super::slots::panic_message(&panic),
+                    crate::error::panic_message(&*panic),
                 )),
             };
             if let Some(e) = failed {
