@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def _build_info() -> dict[str, Any]:
     against different builds are not compared by mistake (without importing shardwright:
     the parent stays small)."""
     import importlib.util
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     info: dict[str, Any] = {}
     root = Path(__file__).resolve().parent.parent
@@ -103,7 +104,7 @@ def _build_info() -> dict[str, Any]:
     if spec is not None and spec.origin is not None:
         cores = sorted(Path(spec.origin).parent.glob("_core*"))
         if cores:
-            built = datetime.fromtimestamp(cores[0].stat().st_mtime, tz=timezone.utc)
+            built = datetime.fromtimestamp(cores[0].stat().st_mtime, tz=UTC)
             info["core_built"] = built.isoformat(timespec="seconds")
     return info
 

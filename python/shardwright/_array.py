@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import operator
 import os
 import shutil
-import sys
-import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, _pipeline
 from ._domain import Domain
 from ._errors import (
     ArrayNotFoundError,
@@ -237,7 +233,9 @@ class Array:
         (4, 7)
         """
         core = self._core.transaction(memory_limit, early_commit, retries, overwrite_corrupt)
-        return Transaction(core, self)
+        return Transaction(
+            core, self._shape, self._dtype, self._shard_index, limited=memory_limit is not None
+        )
 
     def read(self, region: Domain) -> np.ndarray:
         """The elements of ``region`` as a new numpy array of its shape.
@@ -269,15 +267,24 @@ class Array:
         fn: Callable[[Domain], Any],
         within: Within = None,
         workers: int | None = None,
-        progress: bool = False,
+        progress: bool | Callable[[dict[str, Any]], Any] = False,
     ) -> dict[str, Any]:
         """Fill the array (or the shards meeting ``within``) chunk by chunk: ``fn(chunk)``
         returns the data of each inner chunk (an array of ``chunk.shape`` or a scalar).
         ``fn`` runs on the calling thread, chunk after chunk; encoding runs on all cores;
         each finished shard is stored (one put) on a background thread while the next one
         fills, with at most ``workers`` shards in flight (default 2). Returns summed stats
-        plus ``shards_written`` and ``seconds``. If ``fn`` raises, the shard being filled
-        is not stored (shards already complete are).
+        plus ``shards_written`` and ``seconds``.
+
+        ``progress``: ``True`` shows a progress bar on stderr (tqdm when installed; else
+        one line, redrawn on a terminal and one line per second otherwise); a callable
+        receives a dict per stored shard (``done``, ``total``, ``bytes``, ``shard``).
+
+        If ``fn`` raises, the shard being filled is not stored; shards already complete
+        are, and the error's notes say how many. If a background commit fails, no further
+        shard is started and its error is raised with a note naming the shard. When
+        both happen, or several commits fail, the errors come together in an
+        ``ExceptionGroup`` (``except*`` matches each), each naming its shard.
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/m.zarr", shape=(6, 6), dtype="int32",
@@ -286,47 +293,9 @@ class Array:
         >>> stats["shards_written"], stats["puts"], int(a[5, 3])
         (4, 4, 21)
         """
-        shards = list(self.iter_shards(within))
-        in_flight = max(1, workers or 2)
-        totals: dict[str, Any] = {"shards_written": 0}
-        pending: deque[Callable[[], dict[str, int]]] = deque()
-        started = time.perf_counter()
-
-        def finish_oldest() -> None:
-            stats = pending.popleft()()
-            totals["shards_written"] += 1
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0) + v
-            if progress:
-                print(
-                    f"\rshardwright: {totals['shards_written']}/{len(shards)} shards",
-                    end="",
-                    file=sys.stderr,
-                )
-
-        # One thread (this one) calls fn chunk after chunk, so fn never contends for the
-        # GIL; each finished shard commits on a background thread while the next fills.
-        try:
-            for shard in shards:
-                with self.write_shard(shard) as w:
-                    for chunk in w.inner_chunks():
-                        w[chunk] = fn(chunk)
-                    commit = w._commit_background()
-                pending.append(commit)
-                while len(pending) >= in_flight:
-                    finish_oldest()
-            while pending:
-                finish_oldest()
-        finally:
-            # After an error, still wait for the commits already started (of complete
-            # shards): no thread outlives this call.
-            for wait in pending:
-                with contextlib.suppress(BaseException):
-                    wait()
-        if progress:
-            print(file=sys.stderr)
-        totals["seconds"] = time.perf_counter() - started
-        return totals
+        return _pipeline.map_chunks(
+            self, self.iter_shards(within), fn, workers=workers, progress=progress
+        )
 
     def __repr__(self) -> str:
         return (

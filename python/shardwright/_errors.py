@@ -43,3 +43,8 @@ class TransactionTooLarge(ShardwrightError, MemoryError):
 
 class ArrayNotFoundError(ShardwrightError, FileNotFoundError):
     """No Zarr array (no ``zarr.json``) where one was expected."""
+
+
+class OutOfMemoryError(ShardwrightError, MemoryError):
+    """A buffer larger than the memory available was needed (a read of a huge region, a
+    huge inner chunk); the message names its size. Nothing was changed."""

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ._context import CommitOnExit
 from ._domain import Domain
+from ._errors import BoundsError
 from ._indexing import parse_key, parse_write_key
 from ._writer import ShardWriter, coerce, write_region
-
-if TYPE_CHECKING:
-    from ._array import Array
 
 
 class Transaction(CommitOnExit):
@@ -45,9 +44,20 @@ class Transaction(CommitOnExit):
     (4, np.int16(9))
     """
 
-    def __init__(self, core: Any, array: Array) -> None:
+    def __init__(
+        self,
+        core: Any,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        shard_index: Callable[[Domain | Sequence[int]], tuple[int, ...]],
+        *,
+        limited: bool = False,
+    ) -> None:
         self._core = core
-        self._array = array
+        self._shape = shape
+        self._dtype = dtype
+        self._shard_index = shard_index
+        self._limited = limited
         self._stats: dict[str, int] | None = None
 
     @property
@@ -72,26 +82,25 @@ class Transaction(CommitOnExit):
     def __setitem__(self, key: Any, data: Any) -> None:
         """Stage ``data`` (an array shaped as numpy gives ``array[key]``, or a scalar) at
         ``key`` (a Domain, or basic indexing: integers, slices of step 1, Ellipsis)."""
-        region, shape = parse_write_key(key, self._array.shape)
-        if region not in Domain((0,) * self._array.ndim, self._array.shape):
-            from ._errors import BoundsError
-
-            raise BoundsError(f"{region!r} is not inside the array of shape {self._array.shape}")
-        write_region(self._core, region, coerce(data, self._array.dtype, shape))
+        region, shape = parse_write_key(key, self._shape)
+        if region not in Domain((0,) * len(self._shape), self._shape):
+            raise BoundsError(f"{region!r} is not inside the array of shape {self._shape}")
+        write_region(self._core, region, coerce(data, self._dtype, shape))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         """Read with basic indexing: the stored data with this transaction's staged data
         on top."""
-        region, local = parse_key(key, self._array.shape)
+        region, local = parse_key(key, self._shape)
         flat = self._core.read(list(region.origin), list(region.shape))
-        return flat.view(self._array.dtype).reshape(region.shape)[local]
+        return flat.view(self._dtype).reshape(region.shape)[local]
 
     def write_shard(self, shard: Domain | tuple[int, ...]) -> ShardWriter:
         """A :class:`ShardWriter` for one shard whose commit stages into this transaction
-        (no I/O); if its block raises, what it wrote is dropped."""
-        index = self._array._shard_index(shard)
+        (no I/O); if its block raises, what it wrote is dropped. Its data counts against
+        the transaction's ``memory_limit`` as it is written."""
+        index = self._shard_index(shard)
         core = self._core.shard_writer(list(index))
-        return _StagingShardWriter(core, self._array.dtype, self._array.shape, self._core)
+        return _StagingShardWriter(core, self._dtype, self._shape, self._core, self._limited)
 
     def commit(self) -> dict[str, int]:
         """Store every touched shard (in parallel). Returns :attr:`stats`."""
@@ -106,9 +115,19 @@ class Transaction(CommitOnExit):
 class _StagingShardWriter(ShardWriter):
     """A shard writer whose commit merges into a transaction instead of storing."""
 
-    def __init__(self, core: Any, dtype: np.dtype, shape: tuple[int, ...], tx: Any) -> None:
+    def __init__(
+        self, core: Any, dtype: np.dtype, shape: tuple[int, ...], tx: Any, limited: bool
+    ) -> None:
         super().__init__(core, dtype, shape)
         self._tx = tx
+        self._limited = limited
+
+    def __setitem__(self, key: Any, data: Any) -> None:
+        super().__setitem__(key, data)
+        if self._limited:
+            # Past the transaction's memory limit: TransactionTooLarge, and the
+            # transaction fails for good (as a write to it would).
+            self._tx.check_writer(self._core)
 
     def commit(self) -> dict[str, int]:
         """Stage what was written into the transaction (no I/O)."""

@@ -149,3 +149,20 @@ def test_map_chunks_wrong_shape_from_fn(tmp_path):
     with pytest.raises(sw.ShapeError):
         a.map_chunks(lambda c: np.zeros((3, 3), dtype="u1"))
     assert (a[...] == 0).all()
+
+
+def test_map_chunks_progress_is_one_line_per_update_off_a_terminal(tmp_path, capsys):
+    # Used to print "shardwright: 1/8 shardsshardwright: 2/8 shards..." on one line.
+    a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(2, 8))
+    a.map_chunks(lambda c: 1, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "shardwright: 4/4 shards (100%)"
+    assert all(line.startswith("shardwright: ") and line.count("/") == 1 for line in lines)
+
+
+def test_map_chunks_progress_callable_gets_events(tmp_path):
+    a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 8))
+    events = []
+    a.map_chunks(lambda c: 1, progress=events.append)
+    assert [(e["done"], e["total"]) for e in events] == [(1, 2), (2, 2)]
+    assert all(e["bytes"] > 0 and isinstance(e["shard"], sw.Domain) for e in events)

@@ -11,7 +11,7 @@ equal the model after some number of that shard's writes (the ones committed). T
 child continues each shard's sequence from there.
 
 What a kill may leave: the hidden temporary files of the filesystem store
-(``.NAME.PID.N.shardwright-tmp`` beside the shard), never a file under a chunk key;
+(``.NAME.RANDOM.shardwright-tmp`` beside the shard), never a file under a chunk key;
 zarr-python does not take them for data.
 """
 
@@ -34,7 +34,7 @@ CHUNKS = (16, 16)
 SHARDS = (48, 48)
 DTYPE = "uint32"
 KILLS = 30
-TEMP_NAME = re.compile(r"\.\d+\.\d+\.\d+\.shardwright-tmp")
+TEMP_NAME = re.compile(r"\.\d+\.[0-9a-f]{16}\.shardwright-tmp")
 
 # Shared by the child and the test: the j-th write of shard (i, k).
 PLAN = r"""

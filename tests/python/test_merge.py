@@ -441,7 +441,7 @@ def test_merge_reads_shard_once_and_renames_once(tmp_path, producer, location):
     assert reads == 1, f"shard opened for reading {reads} times"
     assert writes == 0, "the shard file itself was opened for writing"
     assert len(renames) == 1, renames
-    assert re.fullmatch(r"\.0\.\d+\.\d+\.shardwright-tmp", Path(renames[0]).name), renames
+    assert re.fullmatch(r"\.0\.[0-9a-f]{16}\.shardwright-tmp", Path(renames[0]).name), renames
     assert Path(renames[0]).parent == Path(target).parent
     assert others == [], f"other shard files opened: {others}"
 
