@@ -28,6 +28,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
             ErrorKind::Conflict => "ConflictError",
             ErrorKind::TooLarge => "TransactionTooLarge",
             ErrorKind::OutOfMemory => "OutOfMemoryError",
+            ErrorKind::NotDurable => "NotDurableError",
             ErrorKind::Other => "ShardwrightError",
         };
         exception(py, class, err.to_string())

@@ -24,7 +24,23 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
+}
+
+/// Run the `shardwright` command line (`argv`: the program name first) without the GIL;
+/// returns the exit code. The same code as the `shardwright` binary built by cargo.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| {
+        std::panic::catch_unwind(|| shardwright_cli::run(argv)).unwrap_or_else(|panic| {
+            eprintln!(
+                "shardwright: error: {}",
+                shardwright::panic_message(&*panic)
+            );
+            1
+        })
+    })
 }
 
 /// The number of threads in the encoding pool.

@@ -55,14 +55,42 @@ pub fn size_of(count: u64, element_size: usize) -> Result<usize, AllocError> {
         .ok_or(AllocError::new(count.saturating_mul(element_size as u64)))
 }
 
+/// The most memory this process can have: RAM plus swap, or less where a cgroup (a
+/// container's limit) says so (Linux; elsewhere no limit is known).
+fn memory_ceiling() -> u64 {
+    static CEILING: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CEILING.get_or_init(|| {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib = |field: &str| -> Option<u64> {
+            let line = meminfo.lines().find(|l| l.starts_with(field))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        };
+        let system = match (kib("MemTotal:"), kib("SwapTotal:")) {
+            (Some(ram), swap) => (ram + swap.unwrap_or(0)).saturating_mul(1024),
+            (None, _) => u64::MAX,
+        };
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        system.min(cgroup)
+    })
+}
+
 /// A buffer of `len` zero bytes. Zeroed pages come from the system on first touch, so
-/// this costs no pass over the memory.
+/// this costs no pass over the memory. A request of a gigabyte or more is also checked
+/// against the memory the process can have at all (RAM plus swap, or its cgroup's limit):
+/// where the system overcommits memory, such an allocation would "succeed" and the process
+/// be killed when it touched the pages.
 ///
 /// # Errors
 /// [`AllocError`] when the memory cannot be had.
 pub fn zeroed(len: usize) -> Result<Vec<u8>, AllocError> {
     if len == 0 {
         return Ok(Vec::new());
+    }
+    if len >= 1 << 30 && len as u64 > memory_ceiling() {
+        return Err(AllocError::new(len as u64));
     }
     let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| AllocError::new(len as u64))?;
     // SAFETY: `layout` has a non-zero size. A non-null pointer from `alloc_zeroed` is a
@@ -83,6 +111,9 @@ pub fn zeroed(len: usize) -> Result<Vec<u8>, AllocError> {
 /// # Errors
 /// [`AllocError`] when the memory cannot be had.
 pub fn copied(data: &[u8]) -> Result<Vec<u8>, AllocError> {
+    if data.len() >= 1 << 30 && data.len() as u64 > memory_ceiling() {
+        return Err(AllocError::new(data.len() as u64));
+    }
     let mut buffer = Vec::new();
     buffer
         .try_reserve_exact(data.len())

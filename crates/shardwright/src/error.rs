@@ -96,6 +96,8 @@ pub enum ErrorKind {
     TooLarge,
     /// A buffer could not be allocated.
     OutOfMemory,
+    /// The change was made and is visible, but flushing it to disk failed.
+    NotDurable,
     /// Anything else: I/O failures, invalid metadata, closed writers.
     Other,
 }
@@ -120,6 +122,7 @@ impl Error {
             }
             Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::OutOfMemory(_) => ErrorKind::OutOfMemory,
+            Error::Store(StoreError::NotDurable { .. }) => ErrorKind::NotDurable,
             _ => ErrorKind::Other,
         }
     }

@@ -44,6 +44,7 @@
 //! assert_eq!(array.read(&array.bounds()).unwrap(), vec![7u8; 64]);
 //! ```
 
+mod buffers;
 mod commit;
 mod options;
 mod partial;
@@ -218,6 +219,8 @@ impl ShardWriter {
         raw: Vec<u8>,
     ) -> Result<()> {
         partials.remove(&slot);
+        #[cfg(test)]
+        race_point();
         self.slots
             .submit(slot, raw, &self.layout, self.options.pool.as_deref())
     }
@@ -291,7 +294,18 @@ impl ShardWriter {
                 got: value.len(),
             });
         }
-        self.write_value_at(slot, chunk, value, &mut None)
+        if value == self.layout.fill_value_bytes() {
+            self.set_empty(slot);
+            return Ok(());
+        }
+        // One chunk: encoded on the pool, as any other chunk.
+        let data = crate::buffer::filled(chunk.size(), value)?;
+        let raw = if chunk.shape() == self.layout.chunk_shape() {
+            data
+        } else {
+            self.padded(chunk, &data)?
+        };
+        self.submit(slot, raw)
     }
 
     /// Write `value` over every element of `chunk`, the inner chunk in `slot`. A whole
@@ -315,11 +329,22 @@ impl ShardWriter {
         }
         if constant.is_none() {
             let raw = crate::buffer::filled(self.layout.chunk_elements(), value)?;
-            *constant = Some(crate::format::chunk::encode(&self.layout, raw)?);
+            // As on the pool: a panic in a codec is an error, not a crash.
+            let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::format::chunk::encode(&self.layout, raw)
+            }))
+            .unwrap_or_else(|panic| {
+                Err(crate::format::FormatError::Codec(
+                    crate::error::panic_message(&*panic),
+                ))
+            })?;
+            *constant = Some(encoded);
         }
         let encoded = constant.clone().expect("encoded above");
         let mut partials = self.partials();
         partials.remove(&slot);
+        #[cfg(test)]
+        race_point();
         self.slots.submit_encoded(slot, encoded)
     }
 
@@ -443,6 +468,19 @@ impl ShardWriter {
             elem,
         );
         Ok(raw)
+    }
+}
+
+/// Tests: what another thread does between dropping a chunk's partial data and marking
+/// its slot pending (the moment a race between whole and partial writes would hit).
+#[cfg(test)]
+pub(crate) static RACE: Mutex<Option<Box<dyn FnMut() + Send>>> = Mutex::new(None);
+
+#[cfg(test)]
+fn race_point() {
+    let hook = RACE.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(mut hook) = hook {
+        hook();
     }
 }
 

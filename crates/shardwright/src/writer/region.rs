@@ -156,16 +156,36 @@ impl ShardWriter {
             return Ok(());
         }
         let mut constant = None;
+        let share = self.covers_two_whole_chunks(region);
         for chunk in self.chunk_grid.cells_meeting(region) {
             let piece = chunk.intersect(region).expect("cells meet the region");
             let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
-            if piece == chunk {
+            if piece == chunk && !share {
+                // One whole chunk: nothing to share, encode it on the pool.
+                self.write_chunk_value(&chunk, value)?;
+            } else if piece == chunk {
                 self.write_value_at(slot, &chunk, value, &mut constant)?;
             } else {
                 self.write_partial(slot, chunk, |p| p.write_value(&self.layout, &piece, value))?;
             }
         }
         Ok(())
+    }
+
+    /// Whether `region` covers at least two unclipped inner chunks whole (then sharing one
+    /// encoded chunk between them pays).
+    fn covers_two_whole_chunks(&self, region: &Domain) -> bool {
+        let full = self.layout.chunk_shape();
+        let mut whole = 0;
+        for chunk in self.chunk_grid.cells_meeting(region) {
+            if chunk.shape() == full && chunk.intersect(region).as_ref() == Some(&chunk) {
+                whole += 1;
+                if whole >= 2 {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Apply `change` to the partly written chunk in `slot`, creating it (from what was

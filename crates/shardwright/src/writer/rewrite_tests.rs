@@ -207,3 +207,35 @@ fn two_threads_writing_one_chunk_whole_and_in_part_lose_neither_write() {
         );
     }
 }
+
+#[test]
+fn a_partial_write_at_the_moment_a_whole_write_drops_the_partial_chunk_waits_for_it() {
+    // Thread A writes chunk 0 whole; at the exact moment A has dropped the chunk's partial
+    // data but not yet marked its slot pending, thread B writes a region inside the chunk.
+    // B must be ordered after A (A's data with B's region on top): had B started a partial
+    // chunk from the slot's old state there, the commit would complete it from the stored
+    // (fill) data and A's write would be lost.
+    let array = Arc::new(array(Arc::new(MemoryStore::new()), 64, 2));
+    let writer = Arc::new(array.shard_writer(&array.shard(&[0]).unwrap()).unwrap());
+    let chunk = writer.inner_chunks().next().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let other = Arc::clone(&writer);
+    *crate::writer::RACE.lock().unwrap() = Some(Box::new(move || {
+        let other = Arc::clone(&other);
+        let b = std::thread::spawn(move || {
+            other
+                .write_region(&Domain::new(vec![8], vec![8]), &[2; 8])
+                .unwrap();
+        });
+        // Give B every chance to get in before A goes on.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        tx.send(b).unwrap();
+    }));
+    writer.write_chunk(&chunk, &[1; 64]).unwrap();
+    rx.recv().unwrap().join().unwrap();
+    let writer = Arc::into_inner(writer).expect("B is done");
+    writer.commit().unwrap();
+    let mut expected = vec![1u8; 64];
+    expected[8..16].fill(2);
+    assert_eq!(array.read(&chunk).unwrap(), expected);
+}

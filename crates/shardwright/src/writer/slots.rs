@@ -100,9 +100,6 @@ pub(crate) struct SlotTable {
     table: Mutex<Table>,
     changed: Condvar,
     max_in_flight: usize,
-    /// Raw buffers whose encode finished, kept for the next chunks: a fresh 64 KiB buffer
-    /// per chunk made glibc grow and trim its heap, a page fault per 4 KiB each time.
-    spare: Mutex<Vec<Vec<u8>>>,
     /// Where encoded chunks are streamed to, if anywhere.
     sink: Option<Sink>,
 }
@@ -124,7 +121,6 @@ impl SlotTable {
             }),
             changed: Condvar::new(),
             max_in_flight: max_in_flight.max(1),
-            spare: Mutex::new(Vec::new()),
             sink,
         })
     }
@@ -158,19 +154,12 @@ impl SlotTable {
 
     /// An emptied spare buffer with room for `len` bytes, if there is one.
     fn spare_buffer(&self, len: usize) -> Option<Vec<u8>> {
-        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        let fits = spare.iter().rposition(|b| b.capacity() >= len)?;
-        let mut buffer = spare.swap_remove(fits);
-        buffer.clear();
-        Some(buffer)
+        super::buffers::take(len)
     }
 
-    /// Keep `buffer` for [`buffer`](Self::buffer), at most `max_in_flight` of them.
+    /// Keep `buffer` for [`buffer`](Self::buffer).
     fn recycle(&self, buffer: Vec<u8>) {
-        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare.len() < self.max_in_flight {
-            spare.push(buffer);
-        }
+        super::buffers::give(buffer);
     }
 
     /// Wait while `max_in_flight` submissions are not placed yet, then fail with an

@@ -19,9 +19,6 @@ pub(crate) const TEMP_SUFFIX: &str = ".shardwright-tmp";
 /// concurrent upload that was given up removed a folder meanwhile, or a name was taken.
 const CREATE_ATTEMPTS: u32 = 32;
 
-/// How many times the folder is flushed to disk after the rename before giving up.
-const DIR_SYNC_ATTEMPTS: u32 = 3;
-
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A name for a temporary file no other writer takes: 64 random bits (the standard
@@ -146,22 +143,21 @@ impl FileUpload {
         &self.temp
     }
 
-    /// Flush the folder (and so the rename) to disk, trying again a few times.
+    /// Flush the folder (and so the rename) to disk. Only an interrupted call is tried
+    /// again: after a real failure Linux forgets the error, so a second fsync could
+    /// "succeed" without the data on disk.
     fn sync_folder(&mut self, dir: &File) -> std::io::Result<()> {
-        let mut last = None;
-        for _ in 0..DIR_SYNC_ATTEMPTS {
+        loop {
             #[cfg(test)]
             if self.fail_dir_syncs > 0 {
                 self.fail_dir_syncs -= 1;
-                last = Some(std::io::Error::other("injected fsync failure"));
-                continue;
+                return Err(std::io::Error::other("injected fsync failure"));
             }
             match dir.sync_all() {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                other => return other,
             }
         }
-        Err(last.unwrap_or_else(|| std::io::Error::other("fsync failed")))
     }
 }
 
