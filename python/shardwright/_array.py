@@ -6,7 +6,9 @@ import json
 import math
 import operator
 import os
+import re
 import shutil
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -304,9 +306,30 @@ class Array:
         )
 
 
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _path_of(target: str | os.PathLike[str]) -> Path:
+    """A local path, from a path or a ``file://`` URL; any other URL is refused (never
+    taken for a local folder named ``s3:``)."""
+    text = os.fspath(target)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    url = _URL.match(text)
+    if url is None:
+        return Path(text)
+    scheme = url.group(1).lower()
+    if scheme == "file":
+        return Path(urllib.parse.unquote(urllib.parse.urlparse(text).path))
+    raise UnsupportedError(
+        f"'{scheme}://' URLs are not supported yet (given {text!r}): shardwright writes to "
+        "local paths and file:// URLs for now"
+    )
+
+
 def _local_path(target: Any) -> Path:
     if isinstance(target, str | os.PathLike):
-        return Path(target)
+        return _path_of(target)
     store = getattr(target, "store", None)
     if store is not None and hasattr(target, "path"):
         root = getattr(store, "root", None)
@@ -319,10 +342,11 @@ def _local_path(target: Any) -> Path:
 
 
 def open(target: str | os.PathLike[str] | Any) -> Array:
-    """Open an existing Zarr v3 array: a local path to the array's folder, or a
-    ``zarr.Array`` on a ``LocalStore``. Raises :class:`ArrayNotFoundError` (a
-    ``FileNotFoundError``) when there is no ``zarr.json``, :class:`UnsupportedError`
-    naming an unsupported codec or data type.
+    """Open an existing Zarr v3 array: a local path to the array's folder (or a
+    ``file://`` URL), or a ``zarr.Array`` on a ``LocalStore``. Raises
+    :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no ``zarr.json``,
+    :class:`UnsupportedError` naming an unsupported codec or data type, or the scheme of
+    another URL (``s3://`` ...: object stores are not supported yet).
 
     >>> import tempfile, shardwright as sw
     >>> path = tempfile.mkdtemp() + "/a.zarr"
@@ -415,7 +439,7 @@ def create(
         index_location,
         None if dimension_names is None else [str(n) for n in dimension_names],
     )
-    target = Path(path)
+    target = _path_of(path)
     if (target / "zarr.json").exists() and not overwrite:
         raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
     if overwrite and target.exists():

@@ -17,6 +17,9 @@ def num_threads() -> int:
 def set_num_threads(threads: int) -> None:
     """Size the encoding pool, before its first use."""
 
+def run_cli(argv: list[str]) -> int:
+    """Run the ``shardwright`` command line (program name first); returns the exit code."""
+
 _Cell = tuple[list[int], list[int], list[int]]
 
 class GridIter(Iterator[_Cell]):

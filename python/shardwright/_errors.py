@@ -48,3 +48,9 @@ class ArrayNotFoundError(ShardwrightError, FileNotFoundError):
 class OutOfMemoryError(ShardwrightError, MemoryError):
     """A buffer larger than the memory available was needed (a read of a huge region, a
     huge inner chunk); the message names its size. Nothing was changed."""
+
+
+class NotDurableError(ShardwrightError):
+    """The shard *was* stored (renamed into place, visible to readers), but flushing the
+    change to disk failed: it may be lost if the machine loses power before the
+    filesystem writes it. Writing the shard again is safe."""

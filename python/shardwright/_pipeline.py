@@ -3,12 +3,14 @@ committing in the background while the next one fills."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ._domain import Domain
+from ._errors import NotDurableError
 from ._progress import Progress
 
 
@@ -38,6 +40,10 @@ def map_chunks(
             shard, wait = pending.popleft()
             try:
                 stats = wait()
+            except NotDurableError as err:
+                err.add_note(f"map_chunks: shard {shard!r} was stored but may not be durable")
+                failed.append(err)
+                return
             except Exception as err:
                 err.add_note(f"map_chunks: shard {shard!r} was not stored")
                 failed.append(err)
@@ -64,12 +70,19 @@ def map_chunks(
                 finish_oldest()
         except BaseException as err:
             # fn (or a write) raised: the shard being filled is not stored; the commits
-            # already started still finish, and their failures are reported with it.
+            # already started still finish (a second Ctrl-C does not abandon them), and
+            # their failures are reported with it.
             while pending:
-                finish_oldest()
+                with contextlib.suppress(KeyboardInterrupt):
+                    finish_oldest()
             _note_stored(err, totals["shards_written"], len(shards))
+            if failed and not isinstance(err, Exception):
+                # KeyboardInterrupt, SystemExit: raised as themselves, failures as notes.
+                for failure in failed:
+                    err.add_note(f"map_chunks: also failed: {failure!r}")
+                raise
             if failed:
-                raise BaseExceptionGroup(
+                raise ExceptionGroup(
                     f"map_chunks: fn raised, and {len(failed)} shard(s) committing in the "
                     "background were not stored",
                     [err, *failed],

@@ -1,0 +1,5 @@
+"""``python -m shardwright``: the command line (see ``shardwright._cli``)."""
+
+from ._cli import console
+
+console()
