@@ -166,3 +166,29 @@ def test_map_chunks_progress_callable_gets_events(tmp_path):
     a.map_chunks(lambda c: 1, progress=events.append)
     assert [(e["done"], e["total"]) for e in events] == [(1, 2), (2, 2)]
     assert all(e["bytes"] > 0 and isinstance(e["shard"], sw.Domain) for e in events)
+
+
+def test_map_chunks_progress_uses_tqdm_when_installed(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    made = []
+
+    class FakeTqdm:
+        def __init__(self, total, unit, desc, file):
+            made.append(self)
+            self.total, self.n, self.closed = total, 0, False
+
+        def update(self, n):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    auto = types.ModuleType("tqdm.auto")
+    auto.tqdm = FakeTqdm
+    monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", auto)
+    a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 4))
+    a.map_chunks(lambda c: 1, progress=True)
+    assert [(t.total, t.n, t.closed) for t in made] == [(4, 4, True)]

@@ -279,3 +279,22 @@ def test_full_overwrite_of_existing_shard_reads_nothing(small):
     stats = write_all(small, reference(small.shape, small.dtype, seed=1))
     assert all(s["gets"] == 0 and s["puts"] == 1 for s in stats)
     assert_same(small[...], reference(small.shape, small.dtype, seed=1))
+
+
+@pytest.mark.parametrize("url", ["s3://bkt/x.zarr", "gs://b/a.zarr", "az://c/a", "memory://x"])
+def test_a_url_is_never_taken_for_a_local_path(tmp_path, monkeypatch, url):
+    # Used to say "no Zarr v3 array at 's3:/bkt/x.zarr'" (and create made a folder "s3:").
+    monkeypatch.chdir(tmp_path)
+    scheme = url.split(":")[0]
+    with pytest.raises(sw.UnsupportedError, match=f"'{scheme}://' URLs are not supported"):
+        sw.open(url)
+    with pytest.raises(sw.UnsupportedError, match=f"'{scheme}://' URLs"):
+        sw.create(url, shape=(4,), dtype="uint8", chunks=(2,))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_url_is_a_local_path(tmp_path):
+    a = sw.create(f"file://{tmp_path}/a%20b.zarr", shape=(4,), dtype="uint8", chunks=(2,))
+    a.map_chunks(lambda c: 3)
+    assert (tmp_path / "a b.zarr" / "zarr.json").is_file()
+    assert sw.open(f"file://{tmp_path}/a%20b.zarr")[...].tolist() == [3, 3, 3, 3]

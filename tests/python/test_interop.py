@@ -93,6 +93,32 @@ def test_zarr_python_created_with_defaults(tmp_path):
     assert_both_readers(path, ref)
 
 
+def test_zarr_python_written_with_defaults_rewritten_and_emptied(tmp_path):
+    # zarr-python 3.4's defaults: explicit little-endian bytes codecs, zstd, a crc32c
+    # index at the end; it validates nested sharding and refuses empty or truncated
+    # shards on read. Written by zarr-python, rewritten in part by shardwright, then one
+    # shard emptied: shardwright deletes it (never stores an empty shard), so both
+    # readers see the fill value there.
+    path = tmp_path / "zp.zarr"
+    z = zarr.create_array(store=str(path), shape=SHAPE, dtype="int32", chunks=CHUNKS, shards=SHARDS)
+    codecs = json.loads((path / "zarr.json").read_text())["codecs"]
+    inner = codecs[0]["configuration"]["codecs"]
+    assert inner[0]["name"] == "bytes"
+    if zarr.__version__.startswith("3.4"):
+        assert inner[0]["configuration"] == {"endian": "little"}
+    expected = reference(SHAPE, "int32", seed=21)
+    z[...] = expected
+    a = sw.open(path)
+    rewrite_some(a, expected, seed=22)
+    with a.write_shard((0, 0, 0)) as w:
+        w[w.shard] = 0  # every chunk of the shard: the fill value
+    expected[0:16, 0:16, 0:16] = 0
+    assert w.stats["deletes"] == 1
+    assert not (path / "c" / "0" / "0" / "0").exists()
+    assert_both_readers(path, expected)
+    assert_same(z[...], expected)
+
+
 @pytest.mark.parametrize("dtype", ["uint16", "float64", "uint64", "int8"])
 def test_zarr_python_created_unsharded(tmp_path, dtype):
     path = tmp_path / "zp.zarr"
