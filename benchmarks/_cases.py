@@ -102,7 +102,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
     path = spec.get("path")
     threads = spec.get("threads")
     dtype = np.dtype(spec["dtype"])
-    f = make_data_fn(spec["dtype"])
+    f = make_data_fn(spec["dtype"], spec.get("data", "ramp"))
     shards = shard_boxes(spec)
     extra: dict[str, Any] = {}
 
@@ -173,6 +173,12 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
             with arr.write_shard(shard) as w:
                 for c in w.inner_chunks():
                     w[c] = f(c)
+    elif case == "sw_write_shard_held":
+        for shard in arr.iter_shards():
+            with arr.write_shard(shard) as w:
+                for c in w.inner_chunks():
+                    x = f(c)
+                    w[c] = x
     elif case == "sw_map_chunks":
         stats = arr.map_chunks(f)
         extra["puts"] = stats.get("puts")
@@ -218,7 +224,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
     }
     # -- verification (not timed, after the peak was taken) ------------------------------
     if WRITES[case]:
-        result.update(verify(spec, make_data_fn(spec["dtype"])))
+        result.update(verify(spec, make_data_fn(spec["dtype"], spec.get("data", "ramp"))))
     return result
 
 

@@ -25,6 +25,11 @@ SIZES: dict[str, dict[str, tuple[int, int, int]]] = {
     # tiny: CI smoke test (fewer chunks per shard, so the slow cases stay quick)
     "tiny": {"a": (64, 32, 8), "b": (64, 64, 4), "c": (64, 32, 32), "d": (64, 32, 8)},
 }
+# (e) and (f): the seed's computation (int64 intermediates, each result freed right after
+# it is assigned); (e) has small shards, so per-shard costs weigh more.
+SIZES["full"].update({"e": (384, 128, 32), "f": (512, 256, 32)})
+SIZES["small"].update({"e": (192, 64, 16), "f": (256, 128, 16)})
+SIZES["tiny"].update({"e": (48, 16, 8), "f": (64, 32, 8)})
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "a": {
@@ -51,6 +56,20 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         "compressor": "blosc",
         "level": None,
     },
+    "e": {
+        "title": "uint16, zstd 3, the seed's computation, small shards",
+        "dtype": "uint16",
+        "compressor": "zstd",
+        "level": 3,
+        "data": "seed",
+    },
+    "f": {
+        "title": "uint16, zstd 3, the seed's computation",
+        "dtype": "uint16",
+        "compressor": "zstd",
+        "level": 3,
+        "data": "seed",
+    },
 }
 
 # (key, label, writes an array); in table order.
@@ -58,7 +77,8 @@ CASES: list[tuple[str, str, bool]] = [
     ("compute", "compute alone (1 thread)", False),
     ("zstd1", "{codec} 1 thread (compress only)", False),
     ("zstd", "{codec} alone (compute + compress, N threads)", False),
-    ("sw_write_shard", "shardwright write_shard", True),
+    ("sw_write_shard", "shardwright write_shard: w[c] = f(c)", True),
+    ("sw_write_shard_held", "shardwright write_shard: x = f(c); w[c] = x", True),
     ("sw_map_chunks", "shardwright map_chunks", True),
     ("zarr_chunk", "zarr-python per chunk", True),
     ("zarr_shard", "zarr-python whole shard", True),
@@ -173,7 +193,33 @@ def slabs(spec: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
 # ---------------------------------------------------------------------------------------
 
 
-def make_data_fn(dtype: str) -> Callable[[Any], Any]:
+def make_data_fn(dtype: str, kind: str = "ramp") -> Callable[[Any], Any]:
+    """``f(chunk)`` of the workload's ``data``: ``"ramp"`` (below) or ``"seed"`` (the
+    computation of the seed-form issue: int64 intermediates, see :func:`seed_fn`)."""
+    if kind == "seed":
+        return seed_fn(dtype)
+    return ramp_fn(dtype)
+
+
+def seed_fn(dtype: str) -> Callable[[Any], Any]:
+    """The computation users reported: a function of coordinates with int64 temporaries
+    (four 32³ int64 arrays per 32³ chunk) and a fresh result each call."""
+    import numpy as np
+
+    out_dtype = np.dtype(dtype)
+
+    def calculation(c: Any) -> Any:
+        (z0, y0, x0), (nz, ny, nx) = c.origin, c.shape
+        g = np.add.outer(
+            np.add.outer(np.arange(z0, z0 + nz) * 5, np.arange(y0, y0 + ny)),
+            np.arange(x0, x0 + nx) * 11,
+        )
+        return ((g % 1013) ^ (g // 257)).astype(out_dtype)
+
+    return calculation
+
+
+def ramp_fn(dtype: str) -> Callable[[Any], Any]:
     """``f(chunk)``: a smooth ramp ``(3x + 5y + 7z) / 8`` plus two bits of integer-hash
     noise; ≈3.3x with zstd 3 (uint16). float32: the same values times 0.25."""
     import numpy as np

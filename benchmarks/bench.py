@@ -375,7 +375,7 @@ def parent_main(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", choices=sorted(SIZES), default="full")
-    p.add_argument("--workloads", default="a,b,c,d", help="comma-separated: a,b,c,d")
+    p.add_argument("--workloads", default="a,b,c,d,e,f", help="comma-separated: a,b,c,d,e,f")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--repeat", type=int, help="runs per case (default 3 for full, else 1)")
     p.add_argument("--skip-slow", action="store_true", help="drop zarr-python per chunk")

@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# Build everything and run every test: Rust (nextest + doctests), lints, the Python
-# package (built with maturin into .venv) with pytest, and the benchmark harness once on
-# a tiny size. Installs the pinned Python dependencies itself (requirements-dev.txt).
+# Build everything and run every test: lints, Rust (nextest + doctests), the abi3 wheel
+# (built once with maturin) installed into three Python environments and tested in each:
+#   .venv        CPython 3.12, zarr-python 3.4  (primary: the whole suite, the benchmarks)
+#   .venv-py311  CPython 3.11, zarr-python 3.1.6 (the whole suite, interop included)
+#   .venv-py313  CPython 3.13, zarr-python 3.4  (the whole suite)
+# Installs the pinned Python dependencies itself (requirements-dev.txt, requirements-py311.txt).
+# Interpreters are found on PATH or in pyenv; PYTHON312 / PYTHON311 / PYTHON313 override.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/pythons.sh
 
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-    "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+venv() { # venv DIR PYTHON REQUIREMENTS
+    local dir=$1 python=$2 reqs=$3 want
+    want=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    if [ ! -x "$dir/bin/python" ] || [ "$("$dir/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$want" ]; then
+        rm -rf "$dir"
+        "$python" -m venv "$dir"
+    fi
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs"
+}
+
+PY312=$(find_python 3.12)
+PY311=$(find_python 3.11)
+PY313=$(find_python 3.13)
+echo "== Python environments: $PY312, $PY311, $PY313"
+venv .venv "$PY312" requirements-dev.txt
+venv .venv-py311 "$PY311" requirements-py311.txt
+venv .venv-py313 "$PY313" requirements-dev.txt
 export PATH="$PWD/.venv/bin:$PATH"
 export VIRTUAL_ENV="$PWD/.venv"
 
@@ -23,9 +40,18 @@ echo "== Rust tests"
 cargo nextest run --no-fail-fast
 cargo test --doc --quiet
 
-echo "== Python package"
-maturin develop --release --quiet
-python -m pytest tests/python python/shardwright --doctest-modules -q
+echo "== the abi3 wheel"
+rm -rf target/wheels-test
+maturin build --release --quiet --out target/wheels-test
+wheel=$(ls target/wheels-test/shardwright-*-abi3-*.whl)
+echo "built $wheel ($(du -h "$wheel" | cut -f1))"
+
+for env in .venv .venv-py311 .venv-py313; do
+    echo "== Python tests in $env ($("$env/bin/python" --version), zarr $("$env/bin/python" -c 'import zarr; print(zarr.__version__)'))"
+    "$env/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+    "$env/bin/shardwright" --version
+    "$env/bin/python" -m pytest tests/python --doctest-modules --pyargs shardwright -q -p no:cacheprovider
+done
 
 echo "== the README's first command, and the benchmarks once at a tiny size (they still run)"
 cargo run --release --quiet -p shardwright-cli -- demo
