@@ -134,7 +134,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
             {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
             context=_ts_context(threads),
         ).result()
-    elif case in ("zstd", "zstd1"):
+    elif case in ("zstd", "zstd1", "pipeline"):
         codec = make_codec(spec)
         n_threads = threads or _ncores()
         tasks = slabs(spec)
@@ -144,10 +144,17 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
     _reset_peak()
     rss_before = _rss_bytes()
     maxrss_before = _maxrss_bytes()
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     if case == "compute":
         for c in iter_chunks(spec):
             f(c)
+    elif case == "compute_held":
+        # The loop's own floor on one thread: each result kept until the next is made.
+        x = None
+        for c in iter_chunks(spec):
+            x = f(c)
+        del x
     elif case == "zstd1":
         # compression only: the data are computed outside the clock, chunk by chunk
         encode_s = 0.0
@@ -167,6 +174,39 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
 
         with ThreadPoolExecutor(n_threads) as pool:
             extra["stored_bytes"] = sum(pool.map(slab, tasks))
+        extra["threads"] = n_threads
+    elif case == "pipeline":
+        # What the w[c] = f(c) loop could reach if storing cost nothing: f on this thread
+        # as the loop runs it (each result handed over, then dropped), the compression on
+        # N threads. Chunks go to the pool four at a time (a task per chunk would cost the
+        # baseline ~30 µs of executor overhead each), at most N batches in flight.
+        from concurrent.futures import ThreadPoolExecutor
+        from threading import BoundedSemaphore
+
+        slots = BoundedSemaphore(n_threads)
+        sizes: list[int] = []
+
+        def encode(batch: list[Any]) -> None:
+            try:
+                sizes.append(sum(len(codec.encode(data)) for data in batch))
+            finally:
+                slots.release()
+
+        with ThreadPoolExecutor(n_threads) as pool:
+            batch: list[Any] = []
+            futures = []
+            for c in iter_chunks(spec):
+                batch.append(np.ascontiguousarray(f(c)))
+                if len(batch) == 4:
+                    slots.acquire()
+                    futures.append(pool.submit(encode, batch))
+                    batch = []
+            if batch:
+                slots.acquire()
+                futures.append(pool.submit(encode, batch))
+        for future in futures:
+            future.result()  # an encode that failed fails the case
+        extra["stored_bytes"] = sum(sizes)
         extra["threads"] = n_threads
     elif case == "sw_write_shard":
         for shard in arr.iter_shards():
@@ -210,6 +250,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(f"unknown case {case}")
     seconds = time.perf_counter() - start
+    extra["minor_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
     if case == "zstd1":
         seconds = encode_s
     peak = _maxrss_bytes()

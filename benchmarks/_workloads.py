@@ -75,8 +75,10 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 # (key, label, writes an array); in table order.
 CASES: list[tuple[str, str, bool]] = [
     ("compute", "compute alone (1 thread)", False),
+    ("compute_held", "compute alone, held (1 thread): x = f(c)", False),
     ("zstd1", "{codec} 1 thread (compress only)", False),
     ("zstd", "{codec} alone (compute + compress, N threads)", False),
+    ("pipeline", "loop limit: w[c]'s loop, compress on N threads, nothing stored", False),
     ("sw_write_shard", "shardwright write_shard: w[c] = f(c)", True),
     ("sw_write_shard_held", "shardwright write_shard: x = f(c); w[c] = x", True),
     ("sw_map_chunks", "shardwright map_chunks", True),

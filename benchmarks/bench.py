@@ -184,6 +184,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "growth_mib": med("growth_mib"),
         "rss_before_mib": med("rss_before_mib"),
         "stored_bytes": med("stored_bytes"),
+        "minor_faults": med("minor_faults"),
         "runs": runs,
     }
     if len(ok) < len(runs):
@@ -210,7 +211,7 @@ def derived(spec: dict[str, Any], res: dict[str, dict[str, Any]], ncores: int) -
         r = res.get(key)
         return None if r is None or r.get("seconds") is None else r["seconds"]
 
-    zstd_s, ws_s = secs("zstd"), secs("sw_write_shard")
+    zstd_s, ws_s, pipe_s = secs("zstd"), secs("sw_write_shard"), secs("pipeline")
     comp_s, zstd1_s = secs("compute"), secs("zstd1")
     ideal_s = (comp_s + zstd1_s) / ncores if comp_s is not None and zstd1_s else None
     for r in res.values():
@@ -219,6 +220,7 @@ def derived(spec: dict[str, Any], res: dict[str, dict[str, Any]], ncores: int) -
             continue
         r["mib_s"] = raw_mib / s
         r["pct_of_zstd_alone"] = 100 * zstd_s / s if zstd_s else None
+        r["pct_of_pipeline"] = 100 * pipe_s / s if pipe_s else None
         r["x_write_shard"] = s / ws_s if ws_s else None
         r["pct_of_ideal"] = 100 * ideal_s / s if ideal_s else None
     stored = next(
@@ -261,10 +263,10 @@ def print_table(report: dict[str, Any], out=sys.stdout) -> None:
         file=out,
     )
     header = (
-        "| case | wall s | MiB/s | codec alone % | vs write_shard | ideal % "
-        "| peak RSS MiB | growth MiB |"
+        "| case | wall s | MiB/s | codec alone % | loop limit % | vs write_shard | ideal % "
+        "| peak RSS MiB | growth MiB | minor faults |"
     )
-    rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for w in report["workloads"].values():
         d, codec = w["derived"], w["spec"]["compressor"]
         ideal = f"ideal (compute + {codec} 1 thread) / {d['ncores']}"
@@ -280,20 +282,22 @@ def print_table(report: dict[str, Any], out=sys.stdout) -> None:
         for key, r in w["cases"].items():
             label = case_label(key, w["spec"])
             if r.get("seconds") is None:
-                print(f"| {label} | FAILED: {r.get('error')} | | | | | | |", file=out)
+                print(f"| {label} | FAILED: {r.get('error')} | | | | | | | | |", file=out)
                 continue
             note = f" ({r['error']})" if r.get("error") else ""
             print(
                 f"| {label}{note} | {r['seconds']:.3f} | {r['mib_s']:.0f} "
                 f"| {_fmt(r.get('pct_of_zstd_alone'), '.0f', '%')} "
+                f"| {_fmt(r.get('pct_of_pipeline'), '.0f', '%')} "
                 f"| {_fmt(r.get('x_write_shard'), '.2f', 'x')} "
                 f"| {_fmt(r.get('pct_of_ideal'), '.0f', '%')} "
-                f"| {r['peak_rss_mib']:.0f} | {r['growth_mib']:.0f} |",
+                f"| {r['peak_rss_mib']:.0f} | {r['growth_mib']:.0f} "
+                f"| {_fmt(r.get('minor_faults'), '.0f')} |",
                 file=out,
             )
         if d["ideal_s"]:
             print(
-                f"| {ideal} | {d['ideal_s']:.3f} | {d['ideal_mib_s']:.0f} | | | 100% | | |",
+                f"| {ideal} | {d['ideal_s']:.3f} | {d['ideal_mib_s']:.0f} | | | | 100% | | | |",
                 file=out,
             )
 

@@ -1,5 +1,6 @@
 """``python -m shardwright``: the command line (see ``shardwright._cli``)."""
 
-from ._cli import console
+if __name__ == "__main__":
+    from ._cli import console
 
-console()
+    console()

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,7 @@ class Array:
         )
 
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: not "C://"
 
 
 def _path_of(target: str | os.PathLike[str]) -> Path:
@@ -320,7 +321,15 @@ def _path_of(target: str | os.PathLike[str]) -> Path:
         return Path(text)
     scheme = url.group(1).lower()
     if scheme == "file":
-        return Path(urllib.parse.unquote(urllib.parse.urlparse(text).path))
+        parts = urllib.parse.urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise UnsupportedError(
+                f"file:// URL {text!r} names the host {parts.netloc!r}; a local path is "
+                "file:///absolute/path (three slashes) or file://localhost/absolute/path"
+            )
+        if parts.query or parts.fragment:
+            raise UnsupportedError(f"file:// URL {text!r} has a query or fragment ('?', '#')")
+        return Path(urllib.request.url2pathname(parts.path))
     raise UnsupportedError(
         f"'{scheme}://' URLs are not supported yet (given {text!r}): shardwright writes to "
         "local paths and file:// URLs for now"

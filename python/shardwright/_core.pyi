@@ -17,7 +17,7 @@ def num_threads() -> int:
 def set_num_threads(threads: int) -> None:
     """Size the encoding pool, before its first use."""
 
-def run_cli(argv: list[str]) -> int:
+def run_cli(argv: list[str | bytes]) -> int:
     """Run the ``shardwright`` command line (program name first); returns the exit code."""
 
 _Cell = tuple[list[int], list[int], list[int]]

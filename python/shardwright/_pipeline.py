@@ -41,8 +41,11 @@ def map_chunks(
             try:
                 stats = wait()
             except NotDurableError as err:
+                # Stored and visible; only the flush to disk failed. Counted as stored,
+                # and reported (the loop stops, as for any failed commit).
                 err.add_note(f"map_chunks: shard {shard!r} was stored but may not be durable")
                 failed.append(err)
+                totals["shards_written"] += 1
                 return
             except Exception as err:
                 err.add_note(f"map_chunks: shard {shard!r} was not stored")
@@ -70,7 +73,8 @@ def map_chunks(
                 finish_oldest()
         except BaseException as err:
             # fn (or a write) raised: the shard being filled is not stored; the commits
-            # already started still finish (a second Ctrl-C does not abandon them), and
+            # already started still finish (a second Ctrl-C while waiting skips only the
+            # outcome of the commit being waited for, not the waits for the others), and
             # their failures are reported with it.
             while pending:
                 with contextlib.suppress(KeyboardInterrupt):
@@ -84,7 +88,7 @@ def map_chunks(
             if failed:
                 raise ExceptionGroup(
                     f"map_chunks: fn raised, and {len(failed)} shard(s) committing in the "
-                    "background were not stored",
+                    "background failed",
                     [err, *failed],
                 ) from None
             raise
@@ -92,7 +96,7 @@ def map_chunks(
         if len(failed) == 1:
             _note_stored(failed[0], totals["shards_written"], len(shards))
             raise failed[0]
-        raise ExceptionGroup(f"map_chunks: {len(failed)} shards were not stored", failed)
+        raise ExceptionGroup(f"map_chunks: the commits of {len(failed)} shards failed", failed)
     totals["seconds"] = time.perf_counter() - started
     return totals
 

@@ -11,7 +11,7 @@ from ._context import CommitOnExit
 from ._domain import Domain
 from ._errors import BoundsError
 from ._indexing import parse_key, parse_write_key
-from ._writer import ShardWriter, coerce, write_region
+from ._writer import ShardWriter, coerce, hold, write_region
 
 
 class Transaction(CommitOnExit):
@@ -82,6 +82,7 @@ class Transaction(CommitOnExit):
     def __setitem__(self, key: Any, data: Any) -> None:
         """Stage ``data`` (an array shaped as numpy gives ``array[key]``, or a scalar) at
         ``key`` (a Domain, or basic indexing: integers, slices of step 1, Ellipsis)."""
+        hold(data)
         region, shape = parse_write_key(key, self._shape)
         if region not in Domain((0,) * len(self._shape), self._shape):
             raise BoundsError(f"{region!r} is not inside the array of shape {self._shape}")

@@ -218,3 +218,59 @@ def test_rewriting_a_chunk_in_the_same_writer_keeps_the_last(small):
         w[c] = 3
     assert (small[0:4, 0:4] == 3).all()
     assert w.stats["chunks_written"] == 1
+
+
+# --------------------------------------------------------------------------------------
+# The array last assigned is kept until the next assignment (the seed-form fix)
+# --------------------------------------------------------------------------------------
+
+
+def test_the_array_last_assigned_is_released_by_the_next_assignment(tmp_path):
+    import gc
+    import weakref
+
+    a = sw.create(tmp_path / "h.zarr", shape=(8,), dtype="uint16", chunks=(4,), shards=(8,))
+    with a.write_shard((0,)) as w:
+        first = np.arange(4, dtype="uint16")
+        seen = weakref.ref(first)
+        w[0:4] = first
+        del first
+        gc.collect()
+        assert seen() is not None  # kept: freeing it here is what made glibc trim its heap
+        w[4:8] = np.arange(4, dtype="uint16")
+        gc.collect()
+        assert seen() is None  # the next assignment dropped it
+    assert a[...].tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
+def test_views_of_big_arrays_and_big_arrays_are_not_kept(tmp_path):
+    import gc
+    import weakref
+
+    a = sw.create(tmp_path / "v.zarr", shape=(8,), dtype="uint8", chunks=(4,), shards=(8,))
+    volume = np.ones(32 << 20, dtype="uint8")  # 32 MiB: the caller expects it freed
+    seen = weakref.ref(volume)
+    with a.write_shard((0,)) as w:
+        w[0:4] = volume[:4]  # a view: holding it would pin the whole volume
+        del volume
+        gc.collect()
+        assert seen() is None
+        big = np.ones(20 << 20, dtype="uint8").reshape(-1, 4)[:1, :].reshape(4)
+        w[4:8] = big
+    assert a[...].tolist() == [1] * 8
+
+
+def test_the_console_script_exit_codes(tmp_path):
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "shardwright", *args], capture_output=True, text=True
+        )
+
+    assert run("--help").returncode == 0
+    bad = run("no-such-command")
+    assert bad.returncode == 2 and "unrecognized subcommand" in bad.stderr
+    missing = run("info", str(tmp_path / "nothing.zarr"))
+    assert missing.returncode == 1 and "shardwright: error:" in missing.stderr

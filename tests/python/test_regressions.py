@@ -214,7 +214,7 @@ def test_map_chunks_reports_a_background_commit_that_failed_when_fn_raises(tmp_p
     with pytest.raises(ExceptionGroup) as caught:
         a.map_chunks(fn, workers=2)
     group = caught.value
-    assert "1 shard(s) committing in the background were not stored" in str(group)
+    assert "1 shard(s) committing in the background failed" in str(group)
     fn_error, commit_error = group.exceptions
     assert isinstance(fn_error, ValueError)
     assert any("0 of 4 shards were stored" in n for n in fn_error.__notes__)

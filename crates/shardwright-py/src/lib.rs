@@ -31,7 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// Run the `shardwright` command line (`argv`: the program name first) without the GIL;
 /// returns the exit code. The same code as the `shardwright` binary built by cargo.
 #[pyfunction]
-fn run_cli(py: Python<'_>, argv: Vec<String>) -> i32 {
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> i32 {
     py.detach(|| {
         std::panic::catch_unwind(|| shardwright_cli::run(argv)).unwrap_or_else(|panic| {
             eprintln!(
