@@ -129,6 +129,13 @@ impl SlotTable {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Lock the table and wait (woken by every encode that ends) while `blocked` holds.
+    fn wait_while(&self, blocked: impl FnMut(&mut Table) -> bool) -> MutexGuard<'_, Table> {
+        self.changed
+            .wait_while(self.lock(), blocked)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// A zeroed buffer of `len` bytes, reusing the buffer of a finished encode when one
     /// is large enough.
     pub(crate) fn buffer(&self, len: usize) -> Result<Vec<u8>> {
@@ -166,13 +173,7 @@ impl SlotTable {
     /// earlier encode's or the upload's error, if any; otherwise count a new submission
     /// for `slot` (its generation is returned) with `raw_len` raw bytes in flight.
     fn reserve(&self, slot: usize, raw_len: usize) -> Result<u64> {
-        let mut table = self.lock();
-        while table.in_flight >= self.max_in_flight {
-            table = self
-                .changed
-                .wait(table)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let mut table = self.wait_while(|t| t.in_flight >= self.max_in_flight);
         if let Some(err) = &table.error {
             return Err(err.clone().into());
         }
@@ -310,13 +311,8 @@ impl SlotTable {
     /// or `None` if the slot was not written.
     pub(crate) fn written_raw(&self, slot: usize, layout: &Layout) -> Result<Option<Vec<u8>>> {
         let encoded = {
-            let mut table = self.lock();
-            while table.error.is_none() && matches!(table.slots[slot], Slot::Pending(_)) {
-                table = self
-                    .changed
-                    .wait(table)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+            let table =
+                self.wait_while(|t| t.error.is_none() && matches!(t.slots[slot], Slot::Pending(_)));
             if let Some(err) = &table.error {
                 return Err(err.clone().into());
             }
@@ -356,13 +352,7 @@ impl SlotTable {
     /// Wait for every encode task, append what is staged, then take the slots and the
     /// upload (or the first encode or storage error).
     pub(crate) fn finish(&self) -> Result<Finished> {
-        let mut table = self.lock();
-        while table.in_flight > 0 {
-            table = self
-                .changed
-                .wait(table)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let mut table = self.wait_while(|t| t.in_flight > 0);
         if let Some(err) = table.error.take() {
             if let Some(sink) = &self.sink {
                 sink.lock().abort();
@@ -400,13 +390,7 @@ impl SlotTable {
     /// writing them again).
     #[cfg(test)]
     pub(crate) fn wait_placed(&self) {
-        let mut table = self.lock();
-        while table.in_flight > 0 {
-            table = self
-                .changed
-                .wait(table)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        drop(self.wait_while(|t| t.in_flight > 0));
     }
 
     /// How many slots have been written so far.

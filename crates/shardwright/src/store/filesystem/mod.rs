@@ -83,6 +83,45 @@ impl FilesystemStore {
         self.upload_named(key, upload::temp_name)
     }
 
+    /// Remove the file at `key` (with `condition`, only if it is still at that version),
+    /// under its folder's lock, like renames, so it cannot fall between a conditional put's
+    /// check and its rename; then flush the folder.
+    fn remove(&self, key: &str, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let Some(folder) = path.parent() else {
+            return Err(StoreError::InvalidKey(key.to_string()));
+        };
+        let dir = match File::open(folder) {
+            Ok(dir) => dir,
+            // No folder, so no value: nothing to remove, unless one was expected there.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return match condition {
+                    Some(Some(_)) => Err(StoreError::Conflict {
+                        key: key.to_string(),
+                    }),
+                    _ => Ok(()),
+                };
+            }
+            Err(e) => return Err(StoreError::io(key, e)),
+        };
+        dir.lock().map_err(|e| StoreError::io(key, e))?;
+        if let Some(expected) = condition {
+            if !version::matches(&path, expected).map_err(|e| StoreError::io(key, e))? {
+                return Err(StoreError::Conflict {
+                    key: key.to_string(),
+                });
+            }
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => dir.sync_all().map_err(|e| StoreError::NotDurable {
+                key: key.to_string(),
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(key, e)),
+        }
+    }
+
     fn open(&self, key: &str) -> Result<Option<File>, StoreError> {
         let path = self.path(key)?;
         match File::open(&path) {
@@ -163,53 +202,13 @@ impl Store for FilesystemStore {
     ) -> Result<(), StoreError> {
         self.replace(key, parts, Some(expected))
     }
+
     fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
-        let path = self.path(key)?;
-        let Some(folder) = path.parent() else {
-            return Err(StoreError::InvalidKey(key.to_string()));
-        };
-        let dir = match File::open(folder) {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == ErrorKind::NotFound && expected.is_none() => return Ok(()),
-            Err(e) => return Err(StoreError::io(key, e)),
-        };
-        dir.lock().map_err(|e| StoreError::io(key, e))?;
-        if !version::matches(&path, expected).map_err(|e| StoreError::io(key, e))? {
-            return Err(StoreError::Conflict {
-                key: key.to_string(),
-            });
-        }
-        match fs::remove_file(&path) {
-            Ok(()) => dir.sync_all().map_err(|e| StoreError::NotDurable {
-                key: key.to_string(),
-                message: e.to_string(),
-            }),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io(key, e)),
-        }
+        self.remove(key, Some(expected))
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let path = self.path(key)?;
-        let Some(folder) = path.parent() else {
-            return Err(StoreError::InvalidKey(key.to_string()));
-        };
-        let dir = match File::open(folder) {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(StoreError::io(key, e)),
-        };
-        // Under the folder's lock, like renames, so it cannot fall between a put_if's
-        // check and its rename.
-        dir.lock().map_err(|e| StoreError::io(key, e))?;
-        match fs::remove_file(&path) {
-            Ok(()) => dir.sync_all().map_err(|e| StoreError::NotDurable {
-                key: key.to_string(),
-                message: e.to_string(),
-            }),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io(key, e)),
-        }
+        self.remove(key, None)
     }
 }
 
