@@ -31,53 +31,74 @@ pub fn copy_block(
     block: &[u64],
     elem_size: usize,
 ) {
-    let rank = block.len();
-    assert!(src_shape.len() == rank && dst_shape.len() == rank);
     assert_eq!(
         src.len() as u64,
         src_shape.iter().product::<u64>() * elem_size as u64
     );
-    assert_eq!(
-        dst.len() as u64,
-        dst_shape.iter().product::<u64>() * elem_size as u64
-    );
-    for d in 0..rank {
-        assert!(
-            src_origin[d] + block[d] <= src_shape[d],
-            "block outside the source"
-        );
-        assert!(
-            dst_origin[d] + block[d] <= dst_shape[d],
-            "block outside the destination"
-        );
-    }
-    if block.contains(&0) {
-        return;
-    }
-    if rank == 0 {
+    if block.is_empty() {
         dst[..elem_size].copy_from_slice(&src[..elem_size]);
         return;
     }
-    // Merge trailing dimensions that the block covers whole in both arrays.
+    for_each_run(
+        [src_shape, dst_shape],
+        [src_origin, dst_origin],
+        block,
+        elem_size,
+        dst.len(),
+        |[s, t], run| dst[t..t + run].copy_from_slice(&src[s..s + run]),
+    );
+}
+
+/// Call `run([offset in each buffer], bytes)` for each contiguous run of a block of `block`
+/// elements in buffers that are arrays of `shapes` (the block at `origins` in each), the
+/// last buffer `last_len` bytes long; trailing dimensions that the block covers whole in
+/// every buffer are merged into one run. Nothing for an empty block.
+///
+/// # Panics
+/// For ranks that differ, a block outside a buffer, or a last buffer that is not its
+/// shape's size (bugs, not input).
+fn for_each_run<const N: usize>(
+    shapes: [&[u64]; N],
+    origins: [&[u64]; N],
+    block: &[u64],
+    elem_size: usize,
+    last_len: usize,
+    mut run: impl FnMut([usize; N], usize),
+) {
+    let rank = block.len();
+    for (shape, origin) in shapes.iter().zip(&origins) {
+        assert!(shape.len() == rank && origin.len() == rank);
+        for d in 0..rank {
+            assert!(origin[d] + block[d] <= shape[d], "block outside a buffer");
+        }
+    }
+    if let Some(shape) = shapes.last() {
+        assert_eq!(
+            last_len as u64,
+            shape.iter().product::<u64>() * elem_size as u64
+        );
+    }
+    if rank == 0 || block.contains(&0) {
+        return;
+    }
+    // Merge trailing dimensions that the block covers whole in every buffer.
     let mut split = rank - 1;
-    while split > 0 && block[split] == src_shape[split] && block[split] == dst_shape[split] {
+    while split > 0 && shapes.iter().all(|shape| block[split] == shape[split]) {
         split -= 1;
     }
-    let run_elems: u64 = block[split..].iter().product();
-    let run = run_elems as usize * elem_size;
-    let src_strides = strides(src_shape, elem_size);
-    let dst_strides = strides(dst_shape, elem_size);
+    let bytes = block[split..].iter().product::<u64>() as usize * elem_size;
+    let strides = shapes.map(|shape| strides(shape, elem_size));
     let outer = &block[..split];
     let mut counter = vec![0u64; split];
     loop {
-        let mut s = 0usize;
-        let mut t = 0usize;
-        for d in 0..rank {
-            let i = if d < split { counter[d] } else { 0 };
-            s += ((src_origin[d] + i) as usize) * src_strides[d];
-            t += ((dst_origin[d] + i) as usize) * dst_strides[d];
+        let mut offsets = [0usize; N];
+        for (k, offset) in offsets.iter_mut().enumerate() {
+            for d in 0..rank {
+                let i = if d < split { counter[d] } else { 0 };
+                *offset += ((origins[k][d] + i) as usize) * strides[k][d];
+            }
         }
-        dst[t..t + run].copy_from_slice(&src[s..s + run]);
+        run(offsets, bytes);
         if !increment(&mut counter, outer) {
             break;
         }
@@ -103,45 +124,18 @@ pub fn fill_block(
     block: &[u64],
     value: &[u8],
 ) {
-    let rank = block.len();
-    let elem_size = value.len();
-    assert!(dst_shape.len() == rank && dst_origin.len() == rank);
-    assert_eq!(
-        dst.len() as u64,
-        dst_shape.iter().product::<u64>() * elem_size as u64
+    if block.is_empty() {
+        dst[..value.len()].copy_from_slice(value);
+        return;
+    }
+    for_each_run(
+        [dst_shape],
+        [dst_origin],
+        block,
+        value.len(),
+        dst.len(),
+        |[t], run| fill(&mut dst[t..t + run], value),
     );
-    for d in 0..rank {
-        assert!(
-            dst_origin[d] + block[d] <= dst_shape[d],
-            "block outside the destination"
-        );
-    }
-    if block.contains(&0) {
-        return;
-    }
-    if rank == 0 {
-        dst[..elem_size].copy_from_slice(value);
-        return;
-    }
-    let mut split = rank - 1;
-    while split > 0 && block[split] == dst_shape[split] {
-        split -= 1;
-    }
-    let run = block[split..].iter().product::<u64>() as usize * elem_size;
-    let dst_strides = strides(dst_shape, elem_size);
-    let outer = &block[..split];
-    let mut counter = vec![0u64; split];
-    loop {
-        let mut t = 0usize;
-        for d in 0..rank {
-            let i = if d < split { counter[d] } else { 0 };
-            t += ((dst_origin[d] + i) as usize) * dst_strides[d];
-        }
-        fill(&mut dst[t..t + run], value);
-        if !increment(&mut counter, outer) {
-            break;
-        }
-    }
 }
 
 /// Fill `dst` (a C-ordered array of `dst_shape`) with copies of the element `value`.
