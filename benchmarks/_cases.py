@@ -223,6 +223,12 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
         stats = arr.map_chunks(f)
         extra["puts"] = stats.get("puts")
         extra["gets"] = stats.get("gets")
+    elif case == "sw_map_threads":
+        n_threads = threads or _ncores()
+        stats = arr.map_chunks(f, threads=n_threads)
+        extra["puts"] = stats.get("puts")
+        extra["gets"] = stats.get("gets")
+        extra["threads"] = n_threads
     elif case == "zarr_chunk":
         for shard in shards:
             for c in chunk_boxes(spec, shard):

@@ -82,6 +82,7 @@ CASES: list[tuple[str, str, bool]] = [
     ("sw_write_shard", "shardwright write_shard: w[c] = f(c)", True),
     ("sw_write_shard_held", "shardwright write_shard: x = f(c); w[c] = x", True),
     ("sw_map_chunks", "shardwright map_chunks", True),
+    ("sw_map_threads", "shardwright map_chunks(threads=N): fn on N threads", True),
     ("zarr_chunk", "zarr-python per chunk", True),
     ("zarr_shard", "zarr-python whole shard", True),
     ("ts_txn", "TensorStore transaction per shard", True),

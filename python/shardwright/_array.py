@@ -271,13 +271,22 @@ class Array:
         within: Within = None,
         workers: int | None = None,
         progress: bool | Callable[[dict[str, Any]], Any] = False,
+        *,
+        threads: int = 1,
     ) -> dict[str, Any]:
         """Fill the array (or the shards meeting ``within``) chunk by chunk: ``fn(chunk)``
         returns the data of each inner chunk (an array of ``chunk.shape`` or a scalar).
-        ``fn`` runs on the calling thread, chunk after chunk; encoding runs on all cores;
-        each finished shard is stored (one put) on a background thread while the next one
-        fills, with at most ``workers`` shards in flight (default 2). Returns summed stats
-        plus ``shards_written`` and ``seconds``.
+        By default ``fn`` runs on the calling thread, chunk after chunk; encoding runs on
+        all cores; each finished shard is stored (one put) on a background thread while
+        the next one fills, with at most ``workers`` shards in flight (default 2). Returns
+        summed stats plus ``shards_written`` and ``seconds``.
+
+        ``threads=N`` (N > 1) runs ``fn`` on N threads instead, each filling a shard of
+        its own and storing it when full (so N shards are in flight; ``workers`` is not
+        used). Only for an ``fn`` that is safe to call from several threads at once
+        (numpy releases the GIL in its loops, so numpy-heavy ``fn`` gain most); it is
+        how the computation, not only the compression, uses every core. Chunks of one
+        shard are still filled in C order by one thread.
 
         ``progress``: ``True`` shows a progress bar on stderr (tqdm when installed; else
         one line, redrawn on a terminal and one line per second otherwise); a callable
@@ -297,7 +306,12 @@ class Array:
         (4, 4, 21)
         """
         return _pipeline.map_chunks(
-            self, self.iter_shards(within), fn, workers=workers, progress=progress
+            self,
+            self.iter_shards(within),
+            fn,
+            workers=workers,
+            progress=progress,
+            threads=threads,
         )
 
     def __repr__(self) -> str:

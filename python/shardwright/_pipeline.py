@@ -1,12 +1,16 @@
-"""``map_chunks``: fill an array chunk by chunk, shard after shard, each finished shard
-committing in the background while the next one fills."""
+"""``map_chunks``: fill an array chunk by chunk, shard after shard. With one thread (the
+default) ``fn`` runs on the calling thread and each finished shard commits in the
+background while the next one fills; with ``threads=N`` N threads each fill and store
+shards of their own."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ._domain import Domain
@@ -25,9 +29,14 @@ def map_chunks(
     *,
     workers: int | None,
     progress: bool | Callable[[dict[str, Any]], Any],
+    threads: int = 1,
 ) -> dict[str, Any]:
     """The loop of :meth:`Array.map_chunks` over ``shards`` (see its docstring)."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"map_chunks: threads must be an int >= 1, got {threads!r}")
     shards = list(shards)
+    if threads > 1:
+        return _map_on_threads(array, shards, fn, threads=threads, progress=progress)
     in_flight = max(1, workers or 2)
     totals: dict[str, Any] = {"shards_written": 0}
     pending: deque[tuple[Domain, Callable[[], dict[str, int]]]] = deque()
@@ -103,3 +112,97 @@ def map_chunks(
 
 def _note_stored(err: BaseException, stored: int, total: int) -> None:
     err.add_note(f"map_chunks: {stored} of {total} shards were stored before it stopped")
+
+
+class _Stopped(Exception):
+    """Raised inside a worker's block when another worker failed: its shard is aborted."""
+
+
+def _map_on_threads(
+    array: _Writable,
+    shards: list[Domain],
+    fn: Callable[[Domain], Any],
+    *,
+    threads: int,
+    progress: bool | Callable[[dict[str, Any]], Any],
+) -> dict[str, Any]:
+    """``threads`` workers, each taking the next shard, filling it with ``fn`` and storing
+    it when its block ends; after a failure (or Ctrl-C) no worker starts another shard and
+    the shards being filled are aborted."""
+    totals: dict[str, Any] = {"shards_written": 0}
+    failed: list[BaseException] = []
+    lock = threading.Lock()  # guards the shard iterator, totals, failed and the bar
+    stop = threading.Event()
+    queue = iter(shards)
+    started = time.perf_counter()
+
+    with Progress(len(shards), "shards", show=progress) as bar:
+
+        def stored(shard: Domain, stats: dict[str, int]) -> None:
+            with lock:
+                totals["shards_written"] += 1
+                for k, v in stats.items():
+                    totals[k] = totals.get(k, 0) + v
+                bar.update(bytes=stats.get("bytes_written", 0), shard=shard)
+
+        def fill(shard: Domain) -> None:
+            w = array.write_shard(shard)
+            try:
+                with w:
+                    for chunk in w.inner_chunks():
+                        if stop.is_set():
+                            raise _Stopped
+                        w[chunk] = fn(chunk)
+            except _Stopped:
+                return
+            except NotDurableError as err:
+                err.add_note(f"map_chunks: shard {shard!r} was stored but may not be durable")
+                with lock:
+                    totals["shards_written"] += 1
+                raise
+            except BaseException as err:
+                err.add_note(f"map_chunks: shard {shard!r} was not stored")
+                raise
+            stored(shard, w.stats)
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    shard = next(queue, None)
+                if shard is None:
+                    return
+                try:
+                    fill(shard)
+                except BaseException as err:
+                    stop.set()
+                    with lock:
+                        failed.append(err)
+                    return
+
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="shardwright-map")
+        futures = [pool.submit(work) for _ in range(threads)]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException as err:
+            # Ctrl-C (or SystemExit) while waiting: the workers abort the shards they are
+            # filling and start no more; the shards already stored stay.
+            stop.set()
+            for future in futures:
+                with contextlib.suppress(BaseException):
+                    future.result()
+            _note_stored(err, totals["shards_written"], len(shards))
+            for failure in failed:
+                err.add_note(f"map_chunks: also failed: {failure!r}")
+            raise
+        finally:
+            pool.shutdown(wait=True)
+    if failed:
+        if len(failed) == 1:
+            _note_stored(failed[0], totals["shards_written"], len(shards))
+            raise failed[0]
+        if all(isinstance(err, Exception) for err in failed):
+            raise ExceptionGroup(f"map_chunks: {len(failed)} shards failed", failed)
+        raise BaseExceptionGroup(f"map_chunks: {len(failed)} shards failed", failed)
+    totals["seconds"] = time.perf_counter() - started
+    return totals
