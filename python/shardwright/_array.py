@@ -10,7 +10,7 @@ import re
 import shutil
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +64,16 @@ class Array:
         self._fill_value = np.frombuffer(core.fill_value_bytes, dtype=self._dtype)[0]
 
     @property
-    def path(self) -> Path:
-        """The array's folder."""
-        return Path(self._core.root)
+    def path(self) -> Path | str:
+        """The array's folder (a ``Path``), or its URL (a ``str``) in an object store."""
+        root = self._core.root
+        return Path(root) if root is not None else self._core.url
+
+    @property
+    def url(self) -> str:
+        """The array's URL: ``file:///…`` for a local folder, else the object-store URL."""
+        root = self._core.root
+        return Path(root).absolute().as_uri() if root is not None else self._core.url
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -324,6 +331,48 @@ class Array:
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: not "C://"
 
 
+# URL schemes of the object-store backend (object_store's names).
+OBJECT_STORE_SCHEMES = frozenset(
+    {"s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "memory", "https", "http"}
+)
+
+
+def _url_of(target: Any) -> str | None:
+    """The object-store URL ``target`` names, or None for a local path or ``file://``
+    URL. An unknown scheme is refused (never taken for a local folder named ``ftp:``)."""
+    if not isinstance(target, str):
+        return None
+    url = _URL.match(target)
+    if url is None:
+        return None
+    scheme = url.group(1).lower()
+    if scheme == "file":
+        return None
+    if scheme not in OBJECT_STORE_SCHEMES:
+        raise UnsupportedError(
+            f"'{scheme}://' URLs are not supported (given {target!r}): shardwright writes to "
+            f"local paths, file:// URLs and object stores ({', '.join(sorted(OBJECT_STORE_SCHEMES))})"
+        )
+    return target
+
+
+def _options(storage_options: Mapping[str, Any] | None, url: str | None) -> list[tuple[str, str]]:
+    """``storage_options`` as object_store's (key, string value) pairs."""
+    if not storage_options:
+        return []
+    if url is None:
+        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
+    if not isinstance(storage_options, Mapping):
+        raise TypeError(f"storage_options must be a dict, got {type(storage_options).__name__}")
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return [(str(k), text(v)) for k, v in storage_options.items()]
+
+
 def _path_of(target: str | os.PathLike[str]) -> Path:
     """A local path, from a path or a ``file://`` URL; any other URL is refused (never
     taken for a local folder named ``s3:``)."""
@@ -344,10 +393,7 @@ def _path_of(target: str | os.PathLike[str]) -> Path:
         if parts.query or parts.fragment:
             raise UnsupportedError(f"file:// URL {text!r} has a query or fragment ('?', '#')")
         return Path(urllib.request.url2pathname(parts.path))
-    raise UnsupportedError(
-        f"'{scheme}://' URLs are not supported yet (given {text!r}): shardwright writes to "
-        "local paths and file:// URLs for now"
-    )
+    raise UnsupportedError(f"{text!r} is a '{scheme}://' URL, not a local path")
 
 
 def _local_path(target: Any) -> Path:
@@ -364,19 +410,34 @@ def _local_path(target: Any) -> Path:
     raise TypeError(f"expected a path or a zarr.Array, got {type(target).__name__}")
 
 
-def open(target: str | os.PathLike[str] | Any) -> Array:
+def open(
+    target: str | os.PathLike[str] | Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Array:
     """Open an existing Zarr v3 array: a local path to the array's folder (or a
-    ``file://`` URL), or a ``zarr.Array`` on a ``LocalStore``. Raises
-    :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no ``zarr.json``,
-    :class:`UnsupportedError` naming an unsupported codec or data type, or the scheme of
-    another URL (``s3://`` ...: object stores are not supported yet).
+    ``file://`` URL), an object-store URL (``s3://bucket/path``, ``gs://…``, ``az://…``,
+    ``memory:///path`` for the process's in-memory store), or a ``zarr.Array`` on a
+    ``LocalStore``. ``storage_options``: object_store configuration keys (``endpoint``,
+    ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``, …; values are
+    turned into strings); what is not given comes from the environment (``AWS_*``, …).
+    Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no
+    ``zarr.json``, :class:`UnsupportedError` naming an unsupported codec, data type or
+    URL scheme.
 
     >>> import tempfile, shardwright as sw
     >>> path = tempfile.mkdtemp() + "/a.zarr"
     >>> _ = sw.create(path, shape=(4,), dtype="int16", chunks=(2,), shards=(4,))
     >>> sw.open(path).shape
     (4,)
+    >>> _ = sw.create("memory:///doc/open.zarr", shape=(4,), dtype="int16", chunks=(2,))
+    >>> sw.open("memory:///doc/open.zarr").url
+    'memory:///doc/open.zarr'
     """
+    url = _url_of(target)
+    options = _options(storage_options, url)
+    if url is not None:
+        return Array(_core.Array.open_url(url, options))
     path = _local_path(target)
     if not (path / "zarr.json").is_file():
         raise ArrayNotFoundError(f"no Zarr v3 array at '{path}' (no zarr.json)")
@@ -430,6 +491,7 @@ def create(
     index_location: str = "end",
     dimension_names: Sequence[str] | None = None,
     overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Array:
     """Create a Zarr v3 array at ``path`` and open it. The ``zarr.json`` is what
     zarr-python writes for the same settings: ``bytes`` + the compressor inside
@@ -438,7 +500,8 @@ def create(
     ``compressor``: ``"zstd"`` (default, level 0 = zstd's default), ``"blosc"`` (zstd
     inside, level 5), ``"gzip"`` (level 5) or ``None``; ``compression_level`` overrides
     the level. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
-    ``overwrite=True`` removes whatever is at ``path`` first.
+    ``overwrite=True`` removes whatever is at ``path`` first. ``path`` may be an
+    object-store URL, with ``storage_options`` as for :func:`open`.
 
     >>> import tempfile, shardwright as sw
     >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(64, 64), dtype="uint16",
@@ -462,6 +525,10 @@ def create(
         index_location,
         None if dimension_names is None else [str(n) for n in dimension_names],
     )
+    url = _url_of(path)
+    options = _options(storage_options, url)
+    if url is not None:
+        return Array(_core.Array.create_url(url, json_text, options, bool(overwrite)))
     target = _path_of(path)
     if (target / "zarr.json").exists() and not overwrite:
         raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")

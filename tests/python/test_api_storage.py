@@ -281,7 +281,7 @@ def test_full_overwrite_of_existing_shard_reads_nothing(small):
     assert_same(small[...], reference(small.shape, small.dtype, seed=1))
 
 
-@pytest.mark.parametrize("url", ["s3://bkt/x.zarr", "gs://b/a.zarr", "az://c/a", "memory://x"])
+@pytest.mark.parametrize("url", ["ftp://bkt/x.zarr", "sftp://b/a.zarr", "webdav://c/a"])
 def test_a_url_is_never_taken_for_a_local_path(tmp_path, monkeypatch, url):
     # Used to say "no Zarr v3 array at 's3:/bkt/x.zarr'" (and create made a folder "s3:").
     monkeypatch.chdir(tmp_path)
@@ -291,6 +291,57 @@ def test_a_url_is_never_taken_for_a_local_path(tmp_path, monkeypatch, url):
     with pytest.raises(sw.UnsupportedError, match=f"'{scheme}://' URLs"):
         sw.create(url, shape=(4,), dtype="uint8", chunks=(2,))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["s3://bkt/x.zarr", "gs://b/a.zarr", "az://c/a"])
+def test_object_store_urls_go_to_the_object_store_with_their_options_checked(
+    tmp_path, monkeypatch, url
+):
+    # A misspelt option is refused (object_store would ignore it and use the environment);
+    # nothing is made locally.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(sw.UnsupportedError, match='unknown storage option "endpiont"'):
+        sw.open(url, storage_options={"endpiont": "http://127.0.0.1:1"})
+    with pytest.raises(sw.UnsupportedError, match="unknown storage option"):
+        sw.create(url, shape=(4,), dtype="u1", chunks=(2,), storage_options={"endpiont": "x"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_storage_options_are_only_for_urls(tmp_path):
+    with pytest.raises(TypeError, match="storage_options are for object-store URLs"):
+        sw.create(
+            tmp_path / "a.zarr",
+            shape=(4,),
+            dtype="u1",
+            chunks=(2,),
+            storage_options={"region": "x"},
+        )
+    assert not (tmp_path / "a.zarr").exists()
+
+
+def test_memory_urls_share_one_store_per_process():
+    a = sw.create(
+        "memory:///storage-test/a.zarr",
+        shape=(6,),
+        dtype="i2",
+        chunks=(2,),
+        shards=(4,),
+        overwrite=True,
+    )
+    a.map_chunks(lambda c: c.index[0] + 1)
+    b = sw.open("memory:///storage-test/a.zarr")
+    assert b[...].tolist() == [1, 1, 2, 2, 3, 3]
+    assert b.url == "memory:///storage-test/a.zarr" and b.path == b.url
+    with pytest.raises(sw.ShardwrightError, match="already exists"):
+        sw.create("memory:///storage-test/a.zarr", shape=(2,), dtype="u1", chunks=(2,))
+    c = sw.create(
+        "memory:///storage-test/a.zarr", shape=(2,), dtype="u1", chunks=(2,), overwrite=True
+    )
+    assert c[...].tolist() == [0, 0]
+    with pytest.raises(sw.ArrayNotFoundError, match="memory:///storage-test/none.zarr"):
+        sw.open("memory:///storage-test/none.zarr")
+    with pytest.raises(sw.UnsupportedError, match="take no options"):
+        sw.open("memory:///storage-test/a.zarr", storage_options={"region": "x"})
 
 
 def test_a_file_url_is_a_local_path(tmp_path):

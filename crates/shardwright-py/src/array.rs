@@ -1,4 +1,4 @@
-//! `_core.Array`: an opened array on a local filesystem.
+//! `_core.Array`: an opened array on a local filesystem or in an object store.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,18 +7,36 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use shardwright::layout::{ArraySpec, Compressor, IndexLocation};
+use shardwright::store::{Store, StoreError};
 use shardwright::{Array, Domain, FilesystemStore, Transaction, TransactionOptions, WriterOptions};
+use shardwright_object_store::ObjectStoreBackend;
 
 use crate::errors::{error, guard, IntoPy};
 use crate::grid::PyGridIter;
 use crate::txn::PyTransaction;
 use crate::writer::PyShardWriter;
 
-/// An array on a local filesystem (its folder is the store root).
+/// An array on a local filesystem (its folder is the store root) or in an object store
+/// (the bucket is the store root).
 #[pyclass(module = "shardwright._core", name = "Array", frozen)]
 pub(crate) struct PyArray {
     pub(crate) inner: Array,
-    root: PathBuf,
+    /// The local folder, for an array on the filesystem.
+    root: Option<PathBuf>,
+    /// The URL, for an array in an object store.
+    url: Option<String>,
+}
+
+/// The object store of `url` and the array's path in it.
+fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(Arc<dyn Store>, String)> {
+    let pairs: Vec<(&str, &str)> = options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (store, path) = ObjectStoreBackend::from_url(url, &pairs)
+        .map_err(shardwright::Error::from)
+        .py()?;
+    Ok((Arc::new(store), path))
 }
 
 fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
@@ -57,7 +75,76 @@ impl PyArray {
         guard(|| {
             let store = Arc::new(FilesystemStore::new(&root));
             let inner = py.detach(|| Array::open(store, "")).py()?;
-            Ok(Self { inner, root })
+            Ok(Self {
+                inner,
+                root: Some(root),
+                url: None,
+            })
+        })
+    }
+
+    /// Open the array at an object-store URL (`s3://bucket/path`, `gs://…`, `az://…`,
+    /// `memory:///path`); `options`: object_store configuration keys and values.
+    #[staticmethod]
+    fn open_url(py: Python<'_>, url: String, options: Vec<(String, String)>) -> PyResult<Self> {
+        guard(|| {
+            let (store, path) = object_store(&url, &options)?;
+            let inner = py
+                .detach(|| Array::open(store, &path))
+                .map_err(|e| match e.kind() {
+                    shardwright::ErrorKind::NotFound => crate::errors::not_found(format!(
+                        "no Zarr array at '{url}' (no zarr.json there)"
+                    )),
+                    _ => crate::errors::to_py(e),
+                })?;
+            Ok(Self {
+                inner,
+                root: None,
+                url: Some(url),
+            })
+        })
+    }
+
+    /// Create an array at an object-store URL from the text of its `zarr.json`; with
+    /// `overwrite`, every object under the array's path is deleted first, otherwise an
+    /// existing `zarr.json` is an error.
+    #[staticmethod]
+    fn create_url(
+        py: Python<'_>,
+        url: String,
+        json: &str,
+        options: Vec<(String, String)>,
+        overwrite: bool,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let pairs: Vec<(&str, &str)> = options
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let (backend, path) = ObjectStoreBackend::from_url(&url, &pairs)
+                .map_err(shardwright::Error::from)
+                .py()?;
+            let inner = py
+                .detach(|| {
+                    let meta = shardwright::store::join(&path, "zarr.json");
+                    if overwrite {
+                        backend.delete_prefix(&path)?;
+                    } else if backend.size(&meta)?.is_some() {
+                        return Err(shardwright::Error::from(StoreError::Conflict { key: meta }));
+                    }
+                    Array::create_from_json(Arc::new(backend), &path, json)
+                })
+                .map_err(|e| match e {
+                    shardwright::Error::Store(StoreError::Conflict { .. }) => error(format!(
+                        "an array already exists at '{url}' (use overwrite=True)"
+                    )),
+                    e => crate::errors::to_py(e),
+                })?;
+            Ok(Self {
+                inner,
+                root: None,
+                url: Some(url),
+            })
         })
     }
 
@@ -112,13 +199,24 @@ impl PyArray {
         guard(|| {
             let store = Arc::new(FilesystemStore::new(&root));
             let inner = Array::create_from_json(store, "", json).py()?;
-            Ok(Self { inner, root })
+            Ok(Self {
+                inner,
+                root: Some(root),
+                url: None,
+            })
         })
     }
 
+    /// The local folder (None for an array in an object store).
     #[getter]
-    fn root(&self) -> PathBuf {
+    fn root(&self) -> Option<PathBuf> {
         self.root.clone()
+    }
+
+    /// The object-store URL (None for an array on the local filesystem).
+    #[getter]
+    fn url(&self) -> Option<String> {
+        self.url.clone()
     }
 
     #[getter]

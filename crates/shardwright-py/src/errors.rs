@@ -40,6 +40,11 @@ pub(crate) fn error(message: impl Into<String>) -> PyErr {
     Python::attach(|py| exception(py, "ShardwrightError", message.into()))
 }
 
+/// An `ArrayNotFoundError` with `message`.
+pub(crate) fn not_found(message: impl Into<String>) -> PyErr {
+    Python::attach(|py| exception(py, "ArrayNotFoundError", message.into()))
+}
+
 /// Run `f`, turning a panic into a `ShardwrightError`.
 pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {

@@ -123,6 +123,7 @@ impl Error {
             Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::OutOfMemory(_) => ErrorKind::OutOfMemory,
             Error::Store(StoreError::NotDurable { .. }) => ErrorKind::NotDurable,
+            Error::Store(StoreError::Config { .. }) => ErrorKind::Unsupported,
             _ => ErrorKind::Other,
         }
     }

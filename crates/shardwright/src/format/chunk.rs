@@ -45,6 +45,28 @@ pub fn encode_slice(layout: &Layout, raw: &[u8]) -> Result<Option<Vec<u8>>, Form
     encode_cow(layout, Cow::Borrowed(raw))
 }
 
+/// The chunk holding only the fill value, encoded (where a value must be stored because
+/// it cannot be deleted, e.g. an unsharded chunk on an object store, which has no
+/// conditional delete).
+///
+/// ```
+/// use shardwright::format::chunk;
+/// use shardwright::layout::{ArraySpec, Layout};
+/// let json = ArraySpec::new(vec![4], "uint16", vec![2]).to_json().unwrap();
+/// let layout = Layout::from_json(json.as_bytes()).unwrap();
+/// let encoded = chunk::encode_fill(&layout).unwrap();
+/// assert_eq!(chunk::decode(&layout, &encoded).unwrap(), vec![0; 4]);
+/// ```
+///
+/// # Errors
+/// [`FormatError::Codec`] if a codec fails.
+pub fn encode_fill(layout: &Layout) -> Result<Vec<u8>, FormatError> {
+    let raw = layout
+        .fill_chunk()
+        .map_err(|e| FormatError::Codec(e.to_string()))?;
+    encode_raw(layout, Cow::Owned(raw))
+}
+
 fn encode_cow(layout: &Layout, raw: Cow<'_, [u8]>) -> Result<Option<Vec<u8>>, FormatError> {
     let expected = layout.raw_chunk_bytes();
     if raw.len() != expected {
@@ -56,8 +78,12 @@ fn encode_cow(layout: &Layout, raw: Cow<'_, [u8]>) -> Result<Option<Vec<u8>>, Fo
     if all_equal(&raw, layout.fill_value_bytes()) {
         return Ok(None);
     }
+    encode_raw(layout, raw).map(Some)
+}
+
+fn encode_raw(layout: &Layout, raw: Cow<'_, [u8]>) -> Result<Vec<u8>, FormatError> {
     if let Some(settings) = layout.plain_zstd() {
-        return zstd_context::compress(settings, &raw).map(Some);
+        return zstd_context::compress(settings, &raw);
     }
     let encoded = layout
         .inner_codecs()
@@ -72,7 +98,7 @@ fn encode_cow(layout: &Layout, raw: Cow<'_, [u8]>) -> Result<Option<Vec<u8>>, Fo
     let mut encoded = encoded.into_owned();
     // Codecs allocate for the worst case; a shard keeps hundreds of these.
     encoded.shrink_to_fit();
-    Ok(Some(encoded))
+    Ok(encoded)
 }
 
 /// Decode one stored inner chunk into raw bytes (C order, native endian, full chunk shape).

@@ -182,6 +182,10 @@ impl Store for InstrumentedStore {
         self.inner.streams()
     }
 
+    fn deletes_conditionally(&self) -> bool {
+        self.inner.deletes_conditionally()
+    }
+
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let value = self.inner.get(key)?;
         let n = value.as_ref().map_or(0, |v| v.len() as u64);

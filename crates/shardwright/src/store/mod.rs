@@ -41,6 +41,14 @@ pub enum StoreError {
         /// What the backend said.
         message: String,
     },
+    /// A store that cannot be made as asked: a URL or an option the backend refuses.
+    #[error("cannot use the store '{url}': {message}")]
+    Config {
+        /// The store's URL.
+        url: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A key that is not a relative `/`-separated path without `.` or `..` parts.
     #[error("invalid store key '{0}'")]
     InvalidKey(String),
@@ -75,7 +83,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(key: &str, err: impl fmt::Display) -> Self {
+    /// An [`StoreError::Io`] on `key` saying `err` (for backends outside this crate).
+    ///
+    /// ```
+    /// let err = shardwright::store::StoreError::io("a/b", "disk on fire");
+    /// assert_eq!(err.to_string(), "I/O error on 'a/b': disk on fire");
+    /// ```
+    pub fn io(key: &str, err: impl fmt::Display) -> Self {
         Self::Io {
             key: key.to_string(),
             message: err.to_string(),
@@ -275,11 +289,20 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn delete(&self, key: &str) -> Result<(), StoreError>;
 
     /// Remove the value at `key` only if it is still `expected` (`None`: only if there is
-    /// none, which removes nothing), atomically with respect to `put_if`.
+    /// none, which removes nothing), atomically with respect to `put_if` where
+    /// [`deletes_conditionally`](Store::deletes_conditionally) says so.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] if the value changed; nothing is removed then.
     fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError>;
+
+    /// Whether [`delete_if`](Store::delete_if) with `Some(version)` is atomic. Object
+    /// stores have no conditional delete: writers then store an empty value (a shard
+    /// whose chunks are all absent) with [`put_if`](Store::put_if) instead of deleting,
+    /// so a newer value written by another machine is never lost. The default: `true`.
+    fn deletes_conditionally(&self) -> bool {
+        true
+    }
 }
 
 /// Check that `key` is a relative path of non-empty parts other than `.` and `..`.

@@ -312,6 +312,15 @@ fn store(
         // shard must not vanish.
         match condition {
             None => store.delete(key)?,
+            Some(Some(expected)) if !store.deletes_conditionally() => {
+                // No conditional delete (object stores): store the empty value instead,
+                // on the same condition, so a newer shard of another writer is kept.
+                let empty = empty_value(target.layout, pieces.len())?;
+                store.put_if(key, &[&empty], Some(expected))?;
+                stats.puts += 1;
+                stats.bytes_written += empty.len() as u64;
+                return Ok(());
+            }
             Some(expected) => store.delete_if(key, expected)?,
         }
         stats.deletes += 1;
@@ -365,4 +374,14 @@ fn store(
     stats.puts += 1;
     stats.bytes_written += n;
     Ok(())
+}
+
+/// What a key holding no data stores where it cannot be deleted: a shard of `slots` empty
+/// slots (only its index), or the fill-value chunk of an unsharded array.
+fn empty_value(layout: &crate::layout::Layout, slots: usize) -> Result<Vec<u8>> {
+    if layout.is_sharded() {
+        Ok(shard::assemble(layout, &vec![None; slots])?.to_vec())
+    } else {
+        Ok(crate::format::chunk::encode_fill(layout)?)
+    }
 }

@@ -1,0 +1,412 @@
+//! Object stores for shardwright — S3, Google Cloud Storage, Azure Blob Storage, local
+//! files and memory — through the [`object_store`] crate.
+//!
+//! [`ObjectStoreBackend`] implements [`shardwright::store::Store`] over any
+//! [`object_store::ObjectStore`]:
+//!
+//! - a put is one `PutObject` (atomic: readers see the old object or the new one);
+//! - a conditional put is `PutMode::Create` (`If-None-Match: *`) when no value was read and
+//!   `PutMode::Update` (`If-Match: <ETag>`) otherwise, so two machines merging into one shard
+//!   never lose an update; a failed condition is [`StoreError::Conflict`];
+//! - object stores have no conditional delete, so [`Store::deletes_conditionally`] is
+//!   `false`: a merge that leaves a shard empty stores an empty shard conditionally instead;
+//! - requests retry with exponential backoff on 5xx answers and timeouts, never on 4xx
+//!   (object_store's retry policy); errors name the store URL, the key and the HTTP status.
+//!
+//! Every request runs on one process-wide async runtime ([`block_on`]); the calling thread
+//! only waits. This crate is apart from `shardwright` so that the core's dependency tree
+//! holds no HTTP client or async runtime.
+//!
+//! ```
+//! use shardwright::store::Store;
+//! use shardwright_object_store::ObjectStoreBackend;
+//!
+//! let (store, path) = ObjectStoreBackend::from_url("memory:///doc-example/a.zarr", &[]).unwrap();
+//! assert_eq!(path, "doc-example/a.zarr");
+//! store.put("doc-example/a.zarr/zarr.json", &[b"{}"]).unwrap();
+//! assert_eq!(store.get("doc-example/a.zarr/zarr.json").unwrap().unwrap(), b"{}");
+//! ```
+
+mod runtime;
+
+pub use runtime::block_on;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    UpdateVersion,
+};
+use shardwright::store::{check_key, Store, StoreError, Version};
+
+/// A [`Store`] over an [`object_store::ObjectStore`]. Keys are object paths from the
+/// store's root (the bucket or container), e.g. `path/fish.zarr/c/0/0/0`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use shardwright::store::Store;
+/// use shardwright_object_store::ObjectStoreBackend;
+///
+/// let store = ObjectStoreBackend::new(Arc::new(object_store::memory::InMemory::new()), "memory:///");
+/// store.put_if("k", &[b"one"], None).unwrap();           // create: the key was absent
+/// assert!(store.put_if("k", &[b"two"], None).is_err());  // it exists now: a conflict
+/// let (_, version) = store.get_versioned("k").unwrap().unwrap();
+/// store.put_if("k", &[b"two"], Some(&version)).unwrap();  // update: unchanged since read
+/// assert!(store.put_if("k", &[b"three"], Some(&version)).is_err());
+/// ```
+#[derive(Clone)]
+pub struct ObjectStoreBackend {
+    inner: Arc<dyn ObjectStore>,
+    url: String,
+}
+
+impl fmt::Debug for ObjectStoreBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectStoreBackend")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The one in-memory object store of the process, shared by every `memory://` URL (so an
+/// array created at `memory:///x.zarr` can be opened again at that URL).
+fn process_memory() -> Arc<InMemory> {
+    static MEMORY: OnceLock<Arc<InMemory>> = OnceLock::new();
+    MEMORY.get_or_init(|| Arc::new(InMemory::new())).clone()
+}
+
+impl ObjectStoreBackend {
+    /// Wrap `inner`; `url` is the store's root as users name it (`s3://bucket`), used in
+    /// error messages.
+    pub fn new(inner: Arc<dyn ObjectStore>, url: impl Into<String>) -> Self {
+        Self {
+            inner,
+            url: url.into(),
+        }
+    }
+
+    /// The store of `url` (`s3://bucket/path`, `gs://…`, `az://…`, `abfs://…`,
+    /// `https://account.blob.core.windows.net/…`, `memory:///path`) and the path inside it.
+    /// `options`: object_store configuration keys and values (`endpoint`, `region`,
+    /// `access_key_id`, `secret_access_key`, `allow_http`, …); anything not given comes from
+    /// the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as object_store reads it.
+    ///
+    /// ```
+    /// use shardwright_object_store::ObjectStoreBackend;
+    /// let err = ObjectStoreBackend::from_url("ftp://host/x", &[]).unwrap_err();
+    /// assert!(err.to_string().contains("ftp://host/x"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`StoreError::Config`] for a URL that is not an object store's, or a configuration
+    /// key or value object_store refuses.
+    pub fn from_url(url: &str, options: &[(&str, &str)]) -> Result<(Self, String), StoreError> {
+        let config = |message: String| StoreError::Config {
+            url: url.to_string(),
+            message,
+        };
+        let parsed = url::Url::parse(url).map_err(|e| config(e.to_string()))?;
+        let (inner, path): (Arc<dyn ObjectStore>, Path) = if parsed.scheme() == "memory" {
+            if let Some((key, _)) = options.first() {
+                return Err(config(format!(
+                    "memory:// stores take no options (given {key:?})"
+                )));
+            }
+            let path = Path::parse(parsed.path()).map_err(|e| config(e.to_string()))?;
+            (process_memory(), path)
+        } else {
+            check_options(&parsed, options).map_err(config)?;
+            let (store, path) = object_store::parse_url_opts(&parsed, options.iter().copied())
+                .map_err(|e| config(e.to_string()))?;
+            (Arc::from(store), path)
+        };
+        let root = match parsed.host_str() {
+            Some(host) => format!("{}://{host}", parsed.scheme()),
+            None => format!("{}://", parsed.scheme()),
+        };
+        Ok((Self::new(inner, root), path.to_string()))
+    }
+
+    /// The store's root URL, as given.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Delete every object under `prefix` (a folder: `prefix/…`), e.g. to overwrite an array.
+    /// Returns how many were deleted.
+    ///
+    /// ```
+    /// use shardwright::store::Store;
+    /// use shardwright_object_store::ObjectStoreBackend;
+    /// let (store, _) = ObjectStoreBackend::from_url("memory:///doc-prefix", &[]).unwrap();
+    /// store.put("doc-prefix/a.zarr/zarr.json", &[b"{}"]).unwrap();
+    /// store.put("doc-prefix/a.zarr/c/0", &[b"x"]).unwrap();
+    /// assert_eq!(store.delete_prefix("doc-prefix/a.zarr").unwrap(), 2);
+    /// ```
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] if listing or a delete fails.
+    pub fn delete_prefix(&self, prefix: &str) -> Result<usize, StoreError> {
+        let inner = self.inner.clone();
+        let location = self.path(prefix)?;
+        let url = self.url.clone();
+        let key = prefix.to_string();
+        block_on(async move {
+            let listed: Vec<Path> = inner
+                .list(Some(&location))
+                .map_ok(|meta| meta.location)
+                .try_collect()
+                .await
+                .map_err(|e| describe(&url, &key, &e))?;
+            let n = listed.len();
+            let stream = futures::stream::iter(listed.into_iter().map(Ok)).boxed();
+            inner
+                .delete_stream(stream)
+                .try_collect::<Vec<Path>>()
+                .await
+                .map_err(|e| describe(&url, &key, &e))?;
+            Ok(n)
+        })
+    }
+
+    fn path(&self, key: &str) -> Result<Path, StoreError> {
+        Path::parse(key).map_err(|_| StoreError::InvalidKey(key.to_string()))
+    }
+
+    /// Run `op` on the runtime with a clone of the inner store and the key's path.
+    fn run<T, F, Fut>(&self, key: &str, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<dyn ObjectStore>, Path) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        check_key(key)?;
+        let location = self.path(key)?;
+        block_on(op(self.inner.clone(), location))
+    }
+}
+
+/// Refuse option keys the URL's service does not know (object_store ignores them, so a
+/// typo would silently fall back to the environment's settings).
+fn check_options(url: &url::Url, options: &[(&str, &str)]) -> Result<(), String> {
+    use object_store::ObjectStoreScheme as Scheme;
+    let (scheme, _) = Scheme::parse(url).map_err(|e| e.to_string())?;
+    for &(key, _) in options {
+        let known = match scheme {
+            #[cfg(feature = "aws")]
+            Scheme::AmazonS3 => key.parse::<object_store::aws::AmazonS3ConfigKey>().is_ok(),
+            #[cfg(feature = "gcp")]
+            Scheme::GoogleCloudStorage => key.parse::<object_store::gcp::GoogleConfigKey>().is_ok(),
+            #[cfg(feature = "azure")]
+            Scheme::MicrosoftAzure => key.parse::<object_store::azure::AzureConfigKey>().is_ok(),
+            _ => false,
+        };
+        if !known {
+            return Err(format!(
+                "unknown storage option {key:?} for {}:// (object_store configuration keys, \
+                 e.g. endpoint, region, access_key_id, secret_access_key, allow_http)",
+                url.scheme()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A [`StoreError::Io`] naming the store, the key and what the service said (object_store's
+/// message carries the HTTP method, URL and status).
+fn describe(url: &str, key: &str, err: &object_store::Error) -> StoreError {
+    StoreError::Io {
+        key: key.to_string(),
+        message: format!("{url}: {err}"),
+    }
+}
+
+fn payload(parts: &[&[u8]]) -> PutPayload {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| Bytes::copy_from_slice(p))
+        .collect()
+}
+
+/// The tag and pin of a version from an object's ETag and version id.
+fn version_of(e_tag: Option<String>, version: Option<String>) -> Version {
+    let tag = format!(
+        "{}\u{0}{}",
+        e_tag.as_deref().unwrap_or(""),
+        version.as_deref().unwrap_or("")
+    );
+    Version::pinned(tag, UpdateVersion { e_tag, version })
+}
+
+impl Store for ObjectStoreBackend {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.get_versioned(key)?.map(|(bytes, _)| bytes))
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        if range.start > range.end {
+            return Err(StoreError::Range {
+                key: key.to_string(),
+                start: range.start,
+                end: range.end,
+                size: 0,
+            });
+        }
+        let Some(size) = self.size(key)? else {
+            return Ok(None);
+        };
+        if range.end > size {
+            return Err(StoreError::Range {
+                key: key.to_string(),
+                start: range.start,
+                end: range.end,
+                size,
+            });
+        }
+        if range.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            let options = GetOptions::default().with_range(Some(GetRange::Bounded(range)));
+            match inner.get_opts(&location, options).await {
+                Ok(result) => {
+                    let bytes = result
+                        .bytes()
+                        .await
+                        .map_err(|e| describe(&url, &owned_key, &e))?;
+                    Ok(Some(bytes.to_vec()))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(describe(&url, &owned_key, &e)),
+            }
+        })
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            match inner.head(&location).await {
+                Ok(meta) => Ok(Some(meta.size)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(describe(&url, &owned_key, &e)),
+            }
+        })
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let data = payload(parts);
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            inner
+                .put_opts(&location, data, PutOptions::default())
+                .await
+                .map(|_| ())
+                .map_err(|e| describe(&url, &owned_key, &e))
+        })
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            match inner.get_opts(&location, GetOptions::default()).await {
+                Ok(result) => {
+                    let meta = result.meta.clone();
+                    let bytes = result
+                        .bytes()
+                        .await
+                        .map_err(|e| describe(&url, &owned_key, &e))?;
+                    Ok(Some((bytes.to_vec(), version_of(meta.e_tag, meta.version))))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(describe(&url, &owned_key, &e)),
+            }
+        })
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError> {
+        let mode = match expected {
+            None => PutMode::Create,
+            Some(version) => match version.pin::<UpdateVersion>() {
+                Some(update) => PutMode::Update(update.clone()),
+                None => {
+                    return Err(StoreError::io(
+                        key,
+                        format!("{}: a version from another store: {version:?}", self.url),
+                    ))
+                }
+            },
+        };
+        let data = payload(parts);
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            match inner
+                .put_opts(&location, data, PutOptions::from(mode))
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. }
+                    | object_store::Error::NotFound { .. },
+                ) => Err(StoreError::Conflict { key: owned_key }),
+                Err(e) => Err(describe(&url, &owned_key, &e)),
+            }
+        })
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let (url, owned_key) = (self.url.clone(), key.to_string());
+        self.run(key, move |inner, location| async move {
+            match inner.delete(&location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(describe(&url, &owned_key, &e)),
+            }
+        })
+    }
+
+    /// `expected == None`: a check that nothing is there (a conflict if something is).
+    /// `Some(version)`: object stores have no conditional delete; this checks the version
+    /// and deletes, which another writer could slip between — writers therefore never call
+    /// it here ([`Store::deletes_conditionally`] is `false`) and store an empty shard with
+    /// [`Store::put_if`] instead.
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        let current = self.run(key, {
+            let (url, owned_key) = (self.url.clone(), key.to_string());
+            move |inner, location| async move {
+                match inner.head(&location).await {
+                    Ok(meta) => Ok(Some(version_of(meta.e_tag, meta.version))),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(describe(&url, &owned_key, &e)),
+                }
+            }
+        })?;
+        match (expected, current) {
+            (None, None) => Ok(()),
+            (Some(want), Some(have)) if *want == have => self.delete(key),
+            _ => Err(StoreError::Conflict {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    fn deletes_conditionally(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests;
