@@ -6,10 +6,7 @@ import json
 import math
 import operator
 import os
-import re
 import shutil
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._indexing import parse_key
+from ._location import resolve
 from ._txn import Transaction
 from ._writer import ShardWriter
 
@@ -328,88 +326,6 @@ class Array:
         )
 
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: not "C://"
-
-
-# URL schemes of the object-store backend (object_store's names).
-OBJECT_STORE_SCHEMES = frozenset(
-    {"s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "memory", "https", "http"}
-)
-
-
-def _url_of(target: Any) -> str | None:
-    """The object-store URL ``target`` names, or None for a local path or ``file://``
-    URL. An unknown scheme is refused (never taken for a local folder named ``ftp:``)."""
-    if not isinstance(target, str):
-        return None
-    url = _URL.match(target)
-    if url is None:
-        return None
-    scheme = url.group(1).lower()
-    if scheme == "file":
-        return None
-    if scheme not in OBJECT_STORE_SCHEMES:
-        raise UnsupportedError(
-            f"'{scheme}://' URLs are not supported (given {target!r}): shardwright writes to "
-            f"local paths, file:// URLs and object stores ({', '.join(sorted(OBJECT_STORE_SCHEMES))})"
-        )
-    return target
-
-
-def _options(storage_options: Mapping[str, Any] | None, url: str | None) -> list[tuple[str, str]]:
-    """``storage_options`` as object_store's (key, string value) pairs."""
-    if not storage_options:
-        return []
-    if url is None:
-        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
-    if not isinstance(storage_options, Mapping):
-        raise TypeError(f"storage_options must be a dict, got {type(storage_options).__name__}")
-
-    def text(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-
-    return [(str(k), text(v)) for k, v in storage_options.items()]
-
-
-def _path_of(target: str | os.PathLike[str]) -> Path:
-    """A local path, from a path or a ``file://`` URL; any other URL is refused (never
-    taken for a local folder named ``s3:``)."""
-    text = os.fspath(target)
-    if isinstance(text, bytes):
-        text = os.fsdecode(text)
-    url = _URL.match(text)
-    if url is None:
-        return Path(text)
-    scheme = url.group(1).lower()
-    if scheme == "file":
-        parts = urllib.parse.urlsplit(text)
-        if parts.netloc not in ("", "localhost"):
-            raise UnsupportedError(
-                f"file:// URL {text!r} names the host {parts.netloc!r}; a local path is "
-                "file:///absolute/path (three slashes) or file://localhost/absolute/path"
-            )
-        if parts.query or parts.fragment:
-            raise UnsupportedError(f"file:// URL {text!r} has a query or fragment ('?', '#')")
-        return Path(urllib.request.url2pathname(parts.path))
-    raise UnsupportedError(f"{text!r} is a '{scheme}://' URL, not a local path")
-
-
-def _local_path(target: Any) -> Path:
-    if isinstance(target, str | os.PathLike):
-        return _path_of(target)
-    store = getattr(target, "store", None)
-    if store is not None and hasattr(target, "path"):
-        root = getattr(store, "root", None)
-        if root is None:
-            raise UnsupportedError(
-                f"zarr arrays on {type(store).__name__} (only LocalStore for now)"
-            )
-        return Path(root) / str(target.path)
-    raise TypeError(f"expected a path or a zarr.Array, got {type(target).__name__}")
-
-
 def open(
     target: str | os.PathLike[str] | Any,
     *,
@@ -418,7 +334,9 @@ def open(
     """Open an existing Zarr v3 array: a local path to the array's folder (or a
     ``file://`` URL), an object-store URL (``s3://bucket/path``, ``gs://…``, ``az://…``,
     ``memory:///path`` for the process's in-memory store), or a ``zarr.Array`` on a
-    ``LocalStore``. ``storage_options``: object_store configuration keys (``endpoint``,
+    ``LocalStore`` or on zarr-python's ``ObjectStore`` over obstore's ``S3Store``,
+    ``GCSStore``, ``AzureStore`` or ``LocalStore`` (opened natively, with the same bucket,
+    prefix and config). ``storage_options``: object_store configuration keys (``endpoint``,
     ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``, …; values are
     turned into strings); what is not given comes from the environment (``AWS_*``, …).
     Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no
@@ -434,11 +352,11 @@ def open(
     >>> sw.open("memory:///doc/open.zarr").url
     'memory:///doc/open.zarr'
     """
-    url = _url_of(target)
-    options = _options(storage_options, url)
-    if url is not None:
-        return Array(_core.Array.open_url(url, options))
-    path = _local_path(target)
+    where = resolve(target, storage_options)
+    if where.url is not None:
+        return Array(_core.Array.open_url(where.url, where.options))
+    path = where.path
+    assert path is not None
     if not (path / "zarr.json").is_file():
         raise ArrayNotFoundError(f"no Zarr v3 array at '{path}' (no zarr.json)")
     return Array(_core.Array.open(str(path)))
@@ -525,11 +443,11 @@ def create(
         index_location,
         None if dimension_names is None else [str(n) for n in dimension_names],
     )
-    url = _url_of(path)
-    options = _options(storage_options, url)
-    if url is not None:
-        return Array(_core.Array.create_url(url, json_text, options, bool(overwrite)))
-    target = _path_of(path)
+    where = resolve(path, storage_options)
+    if where.url is not None:
+        return Array(_core.Array.create_url(where.url, json_text, where.options, bool(overwrite)))
+    target = where.path
+    assert target is not None
     if (target / "zarr.json").exists() and not overwrite:
         raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
     if overwrite and target.exists():

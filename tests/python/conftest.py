@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 import shardwright as sw
 from shard_bytes import PRODUCERS
+
+if TYPE_CHECKING:  # imported by the fixtures only: moto takes 0.5 s to import
+    import s3_server as s3
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -81,3 +85,56 @@ def location(request) -> str:
 def producer(request) -> str:
     """Which library writes the stored shard (shard_bytes.PRODUCERS)."""
     return request.param
+
+
+# --------------------------------------------------------------------------------------
+# object-store tests: moto's S3 on loopback, a bucket per test, the fault proxy
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server (s3_server.MotoServer) for the whole session."""
+    import s3_server as s3
+
+    server = s3.MotoServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_client(s3_server):
+    """A boto3 client talking to the moto server directly (not through the proxy)."""
+    import s3_server as s3
+
+    return s3.s3_client(s3_server.endpoint)
+
+
+@pytest.fixture
+def s3_bucket(s3_server, s3_client) -> tuple[str, dict[str, str]]:
+    """A fresh bucket: ``(name, storage_options)`` pointing at the server directly."""
+    import s3_server as s3
+
+    return s3.new_bucket(s3_client), s3.storage_options(s3_server.endpoint)
+
+
+@pytest.fixture(scope="session")
+def _s3_proxy_session(s3_server):
+    """The fault proxy (s3_server.FaultProxy) in front of the server, for the session."""
+    import s3_server as s3
+
+    proxy = s3.FaultProxy(s3_server.address)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def s3_proxy(_s3_proxy_session) -> tuple[dict[str, str], s3.FaultProxy]:
+    """``(storage_options, proxy)``: the fault proxy in front of the server, its log
+    and its pending faults cleared before and after the test."""
+    import s3_server as s3
+
+    proxy = _s3_proxy_session
+    proxy.clear()
+    yield s3.storage_options(proxy.endpoint), proxy
+    proxy.clear()

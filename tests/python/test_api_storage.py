@@ -338,7 +338,7 @@ def test_memory_urls_share_one_store_per_process():
         "memory:///storage-test/a.zarr", shape=(2,), dtype="u1", chunks=(2,), overwrite=True
     )
     assert c[...].tolist() == [0, 0]
-    with pytest.raises(sw.ArrayNotFoundError, match="memory:///storage-test/none.zarr"):
+    with pytest.raises(sw.ArrayNotFoundError, match=r"memory:///storage-test/none\.zarr"):
         sw.open("memory:///storage-test/none.zarr")
     with pytest.raises(sw.UnsupportedError, match="take no options"):
         sw.open("memory:///storage-test/a.zarr", storage_options={"region": "x"})

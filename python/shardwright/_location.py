@@ -1,0 +1,162 @@
+"""Where an array lives: a local folder, an object-store URL with its options, or the
+store of a ``zarr.Array`` (a LocalStore, or zarr-python's ``ObjectStore`` over an obstore
+S3, GCS, Azure or local store), resolved to what the engine opens natively."""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import UnsupportedError
+
+
+@dataclass(frozen=True)
+class Location:
+    """A local folder (``path``) or an object-store ``url`` with its ``options``.
+
+    >>> resolve("memory:///x.zarr", None)
+    Location(path=None, url='memory:///x.zarr', options=[])
+    >>> resolve("/data/a.zarr", None).path
+    PosixPath('/data/a.zarr')
+    """
+
+    path: Path | None
+    url: str | None
+    options: list[tuple[str, str]]
+
+
+def resolve(target: Any, storage_options: Mapping[str, Any] | None) -> Location:
+    """The location of ``target``: a path, a ``file://`` or object-store URL, or a
+    ``zarr.Array``."""
+    if isinstance(target, str | os.PathLike):
+        url = _url_of(target)
+        options = _options(storage_options, url)
+        if url is not None:
+            return Location(None, url, options)
+        return Location(path_of(target), None, [])
+    if storage_options:
+        raise TypeError("storage_options are for URLs; a zarr.Array brings its store's own")
+    store = getattr(target, "store", None)
+    if store is None or not hasattr(target, "path"):
+        raise TypeError(f"expected a path, a URL or a zarr.Array, got {type(target).__name__}")
+    return _of_zarr_store(store, str(target.path))
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p.strip("/"))
+
+
+def _of_zarr_store(store: Any, path: str) -> Location:
+    """The native location of a zarr-python store and a path in it."""
+    root = getattr(store, "root", None)
+    if root is not None:  # zarr.storage.LocalStore
+        return Location(Path(root) / path, None, [])
+    inner = getattr(store, "store", None)
+    kind = type(inner).__name__ if inner is not None else ""
+    if type(store).__name__ == "ObjectStore" and kind in _OBSTORE_SCHEMES:
+        if getattr(inner, "credential_provider", None) is not None:
+            raise UnsupportedError(
+                f"an obstore {kind} with a credential_provider (a Python callable cannot be "
+                "handed to the engine); give the credentials as config or in the environment"
+            )
+        prefix = str(getattr(inner, "prefix", None) or "")
+        if kind == "LocalStore":
+            return Location(Path("/" + prefix.lstrip("/")) / path, None, [])
+        config = dict(getattr(inner, "config", None) or {})
+        config.update(getattr(inner, "client_options", None) or {})
+        scheme, bucket_key = _OBSTORE_SCHEMES[kind]
+        bucket = config.pop(bucket_key, None)
+        if not bucket:
+            raise UnsupportedError(f"an obstore {kind} without a {bucket_key!r} in its config")
+        url = f"{scheme}://{bucket}/{_join(prefix, path)}"
+        return Location(None, url, _options(config, url))
+    raise UnsupportedError(
+        f"zarr arrays on {type(store).__name__}"
+        + (f" over {kind}" if kind else "")
+        + " (supported: LocalStore, and ObjectStore over obstore's S3Store, GCSStore, "
+        "AzureStore and LocalStore; or give the URL with storage_options)"
+    )
+
+
+# obstore store classes: (URL scheme, the config key naming the bucket or container)
+_OBSTORE_SCHEMES = {
+    "S3Store": ("s3", "bucket"),
+    "GCSStore": ("gs", "bucket"),
+    "AzureStore": ("az", "container_name"),
+    "LocalStore": ("file", ""),
+}
+
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: not "C://"
+
+
+# URL schemes of the object-store backend (object_store's names).
+OBJECT_STORE_SCHEMES = frozenset(
+    {"s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "memory", "https", "http"}
+)
+
+
+def _url_of(target: Any) -> str | None:
+    """The object-store URL ``target`` names, or None for a local path or ``file://``
+    URL. An unknown scheme is refused (never taken for a local folder named ``ftp:``)."""
+    if not isinstance(target, str):
+        return None
+    url = _URL.match(target)
+    if url is None:
+        return None
+    scheme = url.group(1).lower()
+    if scheme == "file":
+        return None
+    if scheme not in OBJECT_STORE_SCHEMES:
+        known = ", ".join(sorted(OBJECT_STORE_SCHEMES))
+        raise UnsupportedError(
+            f"'{scheme}://' URLs are not supported (given {target!r}): shardwright writes to "
+            f"local paths, file:// URLs and object stores ({known})"
+        )
+    return target
+
+
+def _options(storage_options: Mapping[str, Any] | None, url: str | None) -> list[tuple[str, str]]:
+    """``storage_options`` as object_store's (key, string value) pairs."""
+    if not storage_options:
+        return []
+    if url is None:
+        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
+    if not isinstance(storage_options, Mapping):
+        raise TypeError(f"storage_options must be a dict, got {type(storage_options).__name__}")
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return [(str(k), text(v)) for k, v in storage_options.items()]
+
+
+def path_of(target: str | os.PathLike[str]) -> Path:
+    """A local path, from a path or a ``file://`` URL; any other URL is refused (never
+    taken for a local folder named ``s3:``)."""
+    text = os.fspath(target)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    url = _URL.match(text)
+    if url is None:
+        return Path(text)
+    scheme = url.group(1).lower()
+    if scheme == "file":
+        parts = urllib.parse.urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise UnsupportedError(
+                f"file:// URL {text!r} names the host {parts.netloc!r}; a local path is "
+                "file:///absolute/path (three slashes) or file://localhost/absolute/path"
+            )
+        if parts.query or parts.fragment:
+            raise UnsupportedError(f"file:// URL {text!r} has a query or fragment ('?', '#')")
+        return Path(urllib.request.url2pathname(parts.path))
+    raise UnsupportedError(f"{text!r} is a '{scheme}://' URL, not a local path")
