@@ -5,6 +5,7 @@ The public API is the ``shardwright`` package; these classes are its engine.
 
 from collections.abc import Iterator
 from os import PathLike
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -55,7 +56,7 @@ class Array:
     @staticmethod
     def create(root: str | PathLike[str], json: str) -> Array: ...
     @property
-    def root(self) -> str | None: ...
+    def root(self) -> Path | None: ...
     @property
     def url(self) -> str | None: ...
     @property

@@ -4,12 +4,13 @@ S3, GCS, Azure or local store), resolved to what the engine opens natively."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,16 @@ class Location:
     """A local folder (``path``) or an object-store ``url`` with its ``options``.
 
     >>> resolve("memory:///x.zarr", None)
-    Location(path=None, url='memory:///x.zarr', options=[])
+    Location(path=None, url='memory:///x.zarr')
+    >>> resolve("s3://b/a", {"secret_access_key": "hush"}).options
+    [('secret_access_key', 'hush')]
     >>> resolve("/data/a.zarr", None).path
     PosixPath('/data/a.zarr')
     """
 
     path: Path | None
     url: str | None
-    options: list[tuple[str, str]]
+    options: list[tuple[str, str]] = field(repr=False)  # may hold credentials
 
 
 def resolve(target: Any, storage_options: Mapping[str, Any] | None) -> Location:
@@ -74,7 +77,8 @@ def _of_zarr_store(store: Any, path: str) -> Location:
         bucket = config.pop(bucket_key, None)
         if not bucket:
             raise UnsupportedError(f"an obstore {kind} without a {bucket_key!r} in its config")
-        url = f"{scheme}://{bucket}/{_join(prefix, path)}"
+        key = urllib.parse.quote(_join(prefix, path), safe="/")
+        url = f"{scheme}://{bucket}/{key}"
         return Location(None, url, _options(config, url))
     raise UnsupportedError(
         f"zarr arrays on {type(store).__name__}"
@@ -134,9 +138,11 @@ def _options(storage_options: Mapping[str, Any] | None, url: str | None) -> list
     def text(value: Any) -> str:
         if isinstance(value, bool):
             return "true" if value else "false"
+        if isinstance(value, datetime.timedelta):
+            return f"{value.total_seconds():g}s"  # object_store's durations: "30s"
         return str(value)
 
-    return [(str(k), text(v)) for k, v in storage_options.items()]
+    return [(str(k), text(v)) for k, v in storage_options.items() if v is not None]
 
 
 def path_of(target: str | os.PathLike[str]) -> Path:

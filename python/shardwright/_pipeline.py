@@ -146,8 +146,8 @@ def _map_on_threads(
                 bar.update(bytes=stats.get("bytes_written", 0), shard=shard)
 
         def fill(shard: Domain) -> None:
-            w = array.write_shard(shard)
             try:
+                w = array.write_shard(shard)
                 with w:
                     for chunk in w.inner_chunks():
                         if stop.is_set():

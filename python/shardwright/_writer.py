@@ -89,9 +89,11 @@ class ShardWriter(CommitOnExit):
     data`` copies the data (you may reuse your buffer) and returns at once: encoding runs
     on Rust threads without the GIL, overlapping your computation of the next chunk. When
     the encoders fall behind, the assignment waits (that bounds memory). Encoded chunks are
-    streamed, a megabyte at a time, to a hidden temporary file next to the shard (removed
-    if the block raises); the commit adds the index, flushes it to disk and renames it
-    onto the shard's key.
+    streamed as they finish: on a local folder, a megabyte at a time to a hidden temporary
+    file next to the shard (removed if the block raises), which the commit completes with
+    the index, flushes and renames onto the shard's key; on an object store, as the parts
+    of a multipart upload (8 MiB each) that the commit completes, or aborts if the block
+    raises. A shard written only in part is merged at commit with one conditional put.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(8, 8), dtype="uint8",

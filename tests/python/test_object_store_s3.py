@@ -423,3 +423,26 @@ def test_memory_store_in_process():
     assert_same(b[...], expected)
     with pytest.raises(sw.ArrayNotFoundError):
         sw.open(f"memory:///{uuid.uuid4().hex}.zarr")
+
+
+def test_overwrite_deletes_only_under_the_array_and_never_a_whole_bucket(s3_bucket, s3_client):
+    bucket, options = s3_bucket
+    write_all(create(bucket, options), np.ones(SHAPE, DTYPE))
+    neighbour = sw.create(
+        f"s3://{bucket}/{PREFIX}2", shape=(4,), dtype="u1", chunks=(2,), storage_options=options
+    )
+    neighbour.map_chunks(lambda c: 5)
+    create(bucket, options, overwrite=True)
+    assert f"{PREFIX}2/zarr.json" in s3.list_keys(s3_client, bucket)  # a sibling prefix stays
+    assert sw.open(f"s3://{bucket}/{PREFIX}2", storage_options=options)[...].tolist() == [5] * 4
+    sw.create(f"s3://{bucket}", shape=(4,), dtype="u1", chunks=(2,), storage_options=options)
+    with pytest.raises(sw.UnsupportedError, match="root of a bucket"):
+        sw.create(
+            f"s3://{bucket}",
+            shape=(4,),
+            dtype="u1",
+            chunks=(2,),
+            overwrite=True,
+            storage_options=options,
+        )
+    assert f"{PREFIX}2/zarr.json" in s3.list_keys(s3_client, bucket)

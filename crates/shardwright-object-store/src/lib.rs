@@ -1,5 +1,7 @@
-//! Object stores for shardwright — S3, Google Cloud Storage, Azure Blob Storage, local
-//! files and memory — through the [`object_store`] crate.
+//! Object stores for shardwright — S3, Google Cloud Storage, Azure Blob Storage and
+//! memory — through the [`object_store`] crate. (Local folders are better served by
+//! shardwright's own `FilesystemStore`: object_store's local store has no conditional
+//! update, which merges need.)
 //!
 //! [`ObjectStoreBackend`] implements [`shardwright::store::Store`] over any
 //! [`object_store::ObjectStore`]:
@@ -8,10 +10,16 @@
 //! - a conditional put is `PutMode::Create` (`If-None-Match: *`) when no value was read and
 //!   `PutMode::Update` (`If-Match: <ETag>`) otherwise, so two machines merging into one shard
 //!   never lose an update; a failed condition is [`StoreError::Conflict`];
+//! - a shard whose index is at the end streams out as a multipart upload while it is
+//!   written (parts of [`PART_BYTES`]; one `PutObject` for a shard smaller than a part),
+//!   and appears when the upload completes at commit; a dropped writer aborts it. A merge
+//!   is stored with one conditional `PutObject` instead (multipart uploads cannot complete
+//!   on a condition), its chunks read back from the upload's local spool file;
 //! - object stores have no conditional delete, so [`Store::deletes_conditionally`] is
 //!   `false`: a merge that leaves a shard empty stores an empty shard conditionally instead;
-//! - requests retry with exponential backoff on 5xx answers and timeouts, never on 4xx
-//!   (object_store's retry policy); errors name the store URL, the key and the HTTP status.
+//! - requests retry with exponential backoff on 5xx, 429 and 408 answers, and on timeouts
+//!   of idempotent requests, not on other 4xx (object_store's retry policy: at most 10
+//!   retries within 3 minutes); errors name the store URL, the key and the HTTP status.
 //!
 //! Every request runs on one process-wide async runtime ([`block_on`]); the calling thread
 //! only waits. This crate is apart from `shardwright` so that the core's dependency tree
@@ -28,8 +36,10 @@
 //! ```
 
 mod runtime;
+mod upload;
 
 pub use runtime::block_on;
+pub use upload::{MAX_PARTS, PARTS_IN_FLIGHT, PART_BYTES};
 
 use std::fmt;
 use std::ops::Range;
@@ -43,7 +53,7 @@ use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     UpdateVersion,
 };
-use shardwright::store::{check_key, Store, StoreError, Version};
+use shardwright::store::{check_key, Store, StoreError, Upload, Version};
 
 /// A [`Store`] over an [`object_store::ObjectStore`]. Keys are object paths from the
 /// store's root (the bucket or container), e.g. `path/fish.zarr/c/0/0/0`.
@@ -112,13 +122,25 @@ impl ObjectStoreBackend {
             message,
         };
         let parsed = url::Url::parse(url).map_err(|e| config(e.to_string()))?;
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(config(
+                "a query or fragment ('?', '#') in an object-store URL; percent-encode them \
+                 (%3F, %23) in key names"
+                    .into(),
+            ));
+        }
         let (inner, path): (Arc<dyn ObjectStore>, Path) = if parsed.scheme() == "memory" {
+            if parsed.host_str().is_some_and(|h| !h.is_empty()) {
+                return Err(config(
+                    "memory:// URLs name no host: memory:///path (three slashes)".into(),
+                ));
+            }
             if let Some((key, _)) = options.first() {
                 return Err(config(format!(
                     "memory:// stores take no options (given {key:?})"
                 )));
             }
-            let path = Path::parse(parsed.path()).map_err(|e| config(e.to_string()))?;
+            let path = Path::from_url_path(parsed.path()).map_err(|e| config(e.to_string()))?;
             (process_memory(), path)
         } else {
             check_options(&parsed, options).map_err(config)?;
@@ -152,8 +174,17 @@ impl ObjectStoreBackend {
     /// ```
     ///
     /// # Errors
-    /// [`StoreError::Io`] if listing or a delete fails.
+    /// [`StoreError::Config`] for an empty prefix (the whole store); [`StoreError::Io`] if
+    /// listing or a delete fails.
     pub fn delete_prefix(&self, prefix: &str) -> Result<usize, StoreError> {
+        if prefix.trim_matches('/').is_empty() {
+            return Err(StoreError::Config {
+                url: self.url.clone(),
+                message: "deleting everything at the root of a store is refused; give a \
+                          prefix inside it"
+                    .into(),
+            });
+        }
         let inner = self.inner.clone();
         let location = self.path(prefix)?;
         let url = self.url.clone();
@@ -247,6 +278,19 @@ fn version_of(e_tag: Option<String>, version: Option<String>) -> Version {
 }
 
 impl Store for ObjectStoreBackend {
+    /// A multipart upload that streams the shard in parts of [`PART_BYTES`] (see
+    /// [`upload`](crate::PART_BYTES)'s notes): begun lazily, aborted when dropped.
+    fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
+        check_key(key)?;
+        let upload =
+            upload::MultipartShardUpload::new(self.inner.clone(), &self.url, key, self.path(key)?)?;
+        Ok(Some(Box::new(upload)))
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.get_versioned(key)?.map(|(bytes, _)| bytes))
     }
@@ -350,6 +394,7 @@ impl Store for ObjectStoreBackend {
                 }
             },
         };
+        let update = matches!(mode, PutMode::Update(_));
         let data = payload(parts);
         let (url, owned_key) = (self.url.clone(), key.to_string());
         self.run(key, move |inner, location| async move {
@@ -360,9 +405,13 @@ impl Store for ObjectStoreBackend {
                 Ok(_) => Ok(()),
                 Err(
                     object_store::Error::AlreadyExists { .. }
-                    | object_store::Error::Precondition { .. }
-                    | object_store::Error::NotFound { .. },
+                    | object_store::Error::Precondition { .. },
                 ) => Err(StoreError::Conflict { key: owned_key }),
+                // An update of an object deleted since it was read is a conflict; on a
+                // create, "not found" can only mean a missing bucket: an error.
+                Err(object_store::Error::NotFound { .. }) if update => {
+                    Err(StoreError::Conflict { key: owned_key })
+                }
                 Err(e) => Err(describe(&url, &owned_key, &e)),
             }
         })
@@ -378,12 +427,22 @@ impl Store for ObjectStoreBackend {
         })
     }
 
-    /// `expected == None`: a check that nothing is there (a conflict if something is).
-    /// `Some(version)`: object stores have no conditional delete; this checks the version
-    /// and deletes, which another writer could slip between — writers therefore never call
-    /// it here ([`Store::deletes_conditionally`] is `false`) and store an empty shard with
-    /// [`Store::put_if`] instead.
+    /// `expected == None`: a check that nothing is there (a conflict if something is;
+    /// nothing is written, so the check is the whole operation). `Some(version)`: an
+    /// error — object stores have no conditional delete, and a check followed by a delete
+    /// could remove another writer's newer value; writers store an empty value with
+    /// [`Store::put_if`] instead ([`Store::deletes_conditionally`] is `false`).
     fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        if expected.is_some() {
+            return Err(StoreError::io(
+                key,
+                format!(
+                    "{}: object stores have no conditional delete (store an empty value \
+                     with put_if instead)",
+                    self.url
+                ),
+            ));
+        }
         let current = self.run(key, {
             let (url, owned_key) = (self.url.clone(), key.to_string());
             move |inner, location| async move {
@@ -394,10 +453,9 @@ impl Store for ObjectStoreBackend {
                 }
             }
         })?;
-        match (expected, current) {
-            (None, None) => Ok(()),
-            (Some(want), Some(have)) if *want == have => self.delete(key),
-            _ => Err(StoreError::Conflict {
+        match current {
+            None => Ok(()),
+            Some(_) => Err(StoreError::Conflict {
                 key: key.to_string(),
             }),
         }
@@ -410,3 +468,5 @@ impl Store for ObjectStoreBackend {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upload_tests;

@@ -127,6 +127,15 @@ impl PyArray {
             let inner = py
                 .detach(|| {
                     let meta = shardwright::store::join(&path, "zarr.json");
+                    if overwrite && path.is_empty() {
+                        return Err(shardwright::Error::from(StoreError::Config {
+                            url: url.clone(),
+                            message: "overwrite=True at the root of a bucket would delete \
+                                      every object in it; delete them yourself, or give \
+                                      the array a path inside the bucket"
+                                .into(),
+                        }));
+                    }
                     if overwrite {
                         backend.delete_prefix(&path)?;
                     } else if backend.size(&meta)?.is_some() {

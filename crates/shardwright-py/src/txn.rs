@@ -45,8 +45,11 @@ impl PyTransaction {
 
     /// Bytes staged now.
     #[getter]
-    fn staged_memory(&self) -> u64 {
-        self.inner.as_ref().map_or(0, Transaction::staged_memory)
+    fn staged_memory(&self, py: Python<'_>) -> u64 {
+        // The transaction's lock can be held by an early commit (network I/O) on another
+        // thread: wait without the GIL.
+        let tx = self.inner.as_ref();
+        py.detach(|| tx.map_or(0, Transaction::staged_memory))
     }
 
     /// Stage a numpy array (of the array's dtype, any layout) over a region.
@@ -109,11 +112,12 @@ impl PyTransaction {
 
     /// Check the memory limit with a writer from `shard_writer` (not absorbed yet)
     /// counted in; past it, the transaction fails for good.
-    fn check_writer(&self, writer: &PyShardWriter) -> PyResult<()> {
+    fn check_writer(&self, py: Python<'_>, writer: &PyShardWriter) -> PyResult<()> {
         guard(|| {
             let tx = self.open()?;
             match writer.engine() {
-                Some(inner) => tx.check_writer(inner).py(),
+                // without the GIL: the transaction's lock may be held by an early commit
+                Some(inner) => py.detach(|| tx.check_writer(inner)).py(),
                 None => Ok(()),
             }
         })
@@ -144,9 +148,10 @@ impl PyTransaction {
     }
 
     /// Drop every staged write.
-    fn abort(&mut self) -> PyResult<()> {
+    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
         self.open()?;
-        self.inner = None;
+        let tx = self.inner.take();
+        py.detach(move || drop(tx)); // writers' uploads are aborted: requests
         Ok(())
     }
 }

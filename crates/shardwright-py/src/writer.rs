@@ -193,10 +193,12 @@ impl PyShardWriter {
         })
     }
 
-    /// Drop everything written; nothing is stored.
-    fn abort(&mut self) -> PyResult<()> {
+    /// Drop everything written; nothing is stored. The GIL is released meanwhile (an
+    /// object-store writer aborts its multipart upload: a request).
+    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
         self.open()?;
-        self.inner = None;
+        let writer = self.inner.take();
+        py.detach(move || drop(writer));
         Ok(())
     }
 }

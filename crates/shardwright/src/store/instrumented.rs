@@ -114,6 +114,10 @@ impl Upload for InstrumentedUpload {
         self.inner.truncate(len)
     }
 
+    fn completes_conditionally(&self) -> bool {
+        self.inner.completes_conditionally()
+    }
+
     fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
         let n = self.inner.len();
         let result = self.inner.complete(condition);

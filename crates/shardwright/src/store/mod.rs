@@ -203,16 +203,30 @@ pub trait Upload: Send + fmt::Debug {
     fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError>;
 
     /// Keep only the first `len` bytes (to redo what followed, e.g. a merge retried
-    /// after a conflict).
+    /// after a conflict). Only uploads that
+    /// [`complete_conditionally`](Upload::completes_conditionally) can cut back what they
+    /// sent; the others accept only the length they have.
     ///
     /// # Errors
-    /// [`StoreError`] if the backend fails.
+    /// [`StoreError`] if the backend fails or cannot truncate.
     fn truncate(&mut self, len: u64) -> Result<(), StoreError>;
+
+    /// Whether [`complete`](Upload::complete) takes a condition (and
+    /// [`truncate`](Upload::truncate) can cut back). Object-store multipart uploads cannot:
+    /// S3's `CompleteMultipartUpload` has no `If-Match` that object_store exposes (and the
+    /// moto server ignores it), and sent parts cannot be taken back. A writer whose commit
+    /// must be conditional (a merge) then reads its chunks back, drops the upload (which
+    /// aborts it) and stores the merged shard with one [`Store::put_if`]. The default: `true`.
+    fn completes_conditionally(&self) -> bool {
+        true
+    }
 
     /// Make what was appended the value at the key, atomically. `condition`: `None` to
     /// replace whatever is there; `Some(expected)` to store only if the value is still
-    /// `expected` (as [`Store::put_if`]). After a [`StoreError::Conflict`] the upload is
-    /// still usable (truncate and complete again); after success it is finished.
+    /// `expected` (as [`Store::put_if`]; only where
+    /// [`completes_conditionally`](Upload::completes_conditionally)). After a
+    /// [`StoreError::Conflict`] the upload is still usable (truncate and complete again);
+    /// after success it is finished.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] if the condition fails; [`StoreError`] if the backend fails.

@@ -125,11 +125,26 @@ pub(super) fn commit(
         // Chunks written twice left bytes in the upload that nothing points to.
         upload = Some(compact(target, old.as_mut(), &mut slots)?);
     }
-    let base = upload.as_ref().map_or(0, |u| u.len());
     let needs_read = !partials.is_empty()
         || slots.iter().enumerate().any(|(i, s)| {
             matches!(s, Slot::Unwritten) && slot_meets_array(layout, target.shard, i)
         });
+    if needs_read
+        && upload
+            .as_ref()
+            .is_some_and(|u| !u.completes_conditionally())
+    {
+        // A merge must be stored conditionally, and this upload cannot complete on a
+        // condition: read its chunks back (memory: the encoded shard), drop it (aborting
+        // it) and store the merged shard with one conditional put.
+        slots = Finished {
+            slots,
+            upload: upload.take(),
+            dead: 0,
+        }
+        .into_memory()?;
+    }
+    let base = upload.as_ref().map_or(0, |u| u.len());
     if !needs_read {
         // Every chunk is new: no read, and an unconditional put.
         let pieces: Vec<Piece<'_>> = slots.iter().map(Piece::of).collect();
@@ -327,7 +342,9 @@ fn store(
         return Ok(());
     }
     if let Some(upload) = upload {
-        upload.truncate(base)?;
+        if upload.len() != base {
+            upload.truncate(base)?; // a merge retried after a conflict
+        }
         let mut offset = base;
         let mut parts: Vec<&[u8]> = Vec::new();
         let entries: Vec<(u64, u64)> = pieces
