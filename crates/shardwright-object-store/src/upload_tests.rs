@@ -152,7 +152,7 @@ fn a_small_shard_is_one_plain_put() {
     let shard = array.shard(&[0, 0]).unwrap();
     let w = array.shard_writer(&shard).unwrap();
     for c in w.inner_chunks() {
-        w.write_chunk(&c, &vec![7u8; 128]).unwrap();
+        w.write_chunk(&c, &[7u8; 128]).unwrap();
     }
     store.reset();
     w.commit().unwrap();
