@@ -329,6 +329,7 @@ class Array:
 def open(
     target: str | os.PathLike[str] | Any,
     *,
+    path: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Array:
     """Open an existing Zarr v3 array: a local path to the array's folder (or a
@@ -336,7 +337,11 @@ def open(
     ``memory:///path`` for the process's in-memory store), or a ``zarr.Array`` on a
     ``LocalStore`` or on zarr-python's ``ObjectStore`` over obstore's ``S3Store``,
     ``GCSStore``, ``AzureStore`` or ``LocalStore`` (opened natively, with the same bucket,
-    prefix and config). ``storage_options``: object_store configuration keys (``endpoint``,
+    prefix and config), or on any other zarr-python store (``MemoryStore``,
+    ``FsspecStore``, an Icechunk session's store, a ``WrapperStore``…: the engine calls
+    the store's own ``get`` / ``set`` / ``delete`` on zarr-python's event loop). ``target``
+    may also be a zarr-python store itself, with ``path`` the array's path in it.
+    ``storage_options``: object_store configuration keys (``endpoint``,
     ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``, …; values are
     turned into strings); what is not given comes from the environment (``AWS_*``, …).
     Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no
@@ -352,14 +357,18 @@ def open(
     >>> sw.open("memory:///doc/open.zarr").url
     'memory:///doc/open.zarr'
     """
-    where = resolve(target, storage_options)
+    where = resolve(target, storage_options, path)
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        return Array(_core.Array.open_adapter(StoreAdapter(where.store), where.key, where.url))
     if where.url is not None:
         return Array(_core.Array.open_url(where.url, where.options))
-    path = where.path
-    assert path is not None
-    if not (path / "zarr.json").is_file():
-        raise ArrayNotFoundError(f"no Zarr v3 array at '{path}' (no zarr.json)")
-    return Array(_core.Array.open(str(path)))
+    folder = where.path
+    assert folder is not None
+    if not (folder / "zarr.json").is_file():
+        raise ArrayNotFoundError(f"no Zarr v3 array at '{folder}' (no zarr.json)")
+    return Array(_core.Array.open(str(folder)))
 
 
 def _dims(values: Sequence[int], what: str) -> list[int]:
@@ -397,7 +406,7 @@ def _fill_json(value: Any, dtype: np.dtype) -> Any:
 
 
 def create(
-    path: str | os.PathLike[str],
+    target: str | os.PathLike[str] | Any,
     *,
     shape: Sequence[int],
     dtype: Any,
@@ -410,16 +419,18 @@ def create(
     dimension_names: Sequence[str] | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    path: str | None = None,
 ) -> Array:
-    """Create a Zarr v3 array at ``path`` and open it. The ``zarr.json`` is what
+    """Create a Zarr v3 array at ``target`` (a local path, a URL, or a zarr-python store
+    with ``path`` the array's path in it; see :func:`open`) and open it. The ``zarr.json`` is what
     zarr-python writes for the same settings: ``bytes`` + the compressor inside
     ``sharding_indexed`` (when ``shards`` is given), a ``bytes`` + ``crc32c`` index.
 
     ``compressor``: ``"zstd"`` (default, level 0 = zstd's default), ``"blosc"`` (zstd
     inside, level 5), ``"gzip"`` (level 5) or ``None``; ``compression_level`` overrides
     the level. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
-    ``overwrite=True`` removes whatever is at ``path`` first. ``path`` may be an
-    object-store URL, with ``storage_options`` as for :func:`open`.
+    ``overwrite=True`` removes whatever is at ``target`` first (never a whole bucket or
+    store root). ``storage_options`` as for :func:`open`.
 
     >>> import tempfile, shardwright as sw
     >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(64, 64), dtype="uint16",
@@ -443,21 +454,28 @@ def create(
         index_location,
         None if dimension_names is None else [str(n) for n in dimension_names],
     )
-    where = resolve(path, storage_options)
+    where = resolve(target, storage_options, path)
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        adapter = StoreAdapter(where.store)
+        if overwrite:
+            adapter.delete_dir(where.key)
+        return Array(_core.Array.create_adapter(adapter, where.key, json_text, where.url))
     if where.url is not None:
         return Array(_core.Array.create_url(where.url, json_text, where.options, bool(overwrite)))
-    target = where.path
-    assert target is not None
-    if (target / "zarr.json").exists() and not overwrite:
-        raise ShardwrightError(f"an array already exists at '{target}' (use overwrite=True)")
-    if overwrite and target.exists():
-        shutil.rmtree(target)
-    created = not target.exists()
-    target.mkdir(parents=True, exist_ok=True)
+    folder = where.path
+    assert folder is not None
+    if (folder / "zarr.json").exists() and not overwrite:
+        raise ShardwrightError(f"an array already exists at '{folder}' (use overwrite=True)")
+    if overwrite and folder.exists():
+        shutil.rmtree(folder)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
     try:
-        core = _core.Array.create(str(target), json_text)
+        core = _core.Array.create(str(folder), json_text)
     except BaseException:
         if created:
-            shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     return Array(core)

@@ -6,6 +6,7 @@ The public API is the ``shardwright`` package; these classes are its engine.
 from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,10 @@ class Array:
     def create_url(
         url: str, json: str, options: list[tuple[str, str]], overwrite: bool
     ) -> Array: ...
+    @staticmethod
+    def open_adapter(adapter: Any, path: str, url: str) -> Array: ...
+    @staticmethod
+    def create_adapter(adapter: Any, path: str, json: str, url: str) -> Array: ...
     @staticmethod
     def spec_json(
         shape: list[int],

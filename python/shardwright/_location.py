@@ -19,10 +19,12 @@ from ._errors import UnsupportedError
 
 @dataclass(frozen=True)
 class Location:
-    """A local folder (``path``) or an object-store ``url`` with its ``options``.
+    """A local folder (``path``), an object-store ``url`` with its ``options``, or a
+    zarr-python ``store`` (for the adapter) with the array's ``key`` in it (``url`` then
+    names it in messages).
 
     >>> resolve("memory:///x.zarr", None)
-    Location(path=None, url='memory:///x.zarr')
+    Location(path=None, url='memory:///x.zarr', key='')
     >>> resolve("s3://b/a", {"secret_access_key": "hush"}).options
     [('secret_access_key', 'hush')]
     >>> resolve("/data/a.zarr", None).path
@@ -31,23 +33,43 @@ class Location:
 
     path: Path | None
     url: str | None
-    options: list[tuple[str, str]] = field(repr=False)  # may hold credentials
+    options: list[tuple[str, str]] = field(default_factory=list, repr=False)  # credentials
+    store: Any = field(default=None, repr=False)
+    key: str = ""
 
 
-def resolve(target: Any, storage_options: Mapping[str, Any] | None) -> Location:
-    """The location of ``target``: a path, a ``file://`` or object-store URL, or a
-    ``zarr.Array``."""
+def _is_zarr_store(target: Any) -> bool:
+    return any(
+        c.__module__.startswith("zarr.abc.store") and c.__name__ == "Store"
+        for c in type(target).__mro__
+    )
+
+
+def resolve(
+    target: Any, storage_options: Mapping[str, Any] | None, path: str | None = None
+) -> Location:
+    """The location of ``target``: a path, a ``file://`` or object-store URL, a
+    ``zarr.Array``, or a zarr-python store (with ``path``, the array's path in it; for a
+    path or URL, ``path`` is joined onto it)."""
     if isinstance(target, str | os.PathLike):
+        if path:
+            target = f"{os.fspath(target).rstrip('/')}/{path.strip('/')}"
         url = _url_of(target)
         options = _options(storage_options, url)
         if url is not None:
             return Location(None, url, options)
         return Location(path_of(target), None, [])
     if storage_options:
-        raise TypeError("storage_options are for URLs; a zarr.Array brings its store's own")
+        raise TypeError("storage_options are for URLs; a zarr store brings its own")
+    if _is_zarr_store(target):
+        return _of_zarr_store(target, (path or "").strip("/"))
     store = getattr(target, "store", None)
     if store is None or not hasattr(target, "path"):
-        raise TypeError(f"expected a path, a URL or a zarr.Array, got {type(target).__name__}")
+        raise TypeError(
+            f"expected a path, a URL, a zarr.Array or a zarr store, got {type(target).__name__}"
+        )
+    if path is not None:
+        raise TypeError("path= is for a zarr store; a zarr.Array has its own")
     return _of_zarr_store(store, str(target.path))
 
 
@@ -57,9 +79,8 @@ def _join(*parts: str) -> str:
 
 def _of_zarr_store(store: Any, path: str) -> Location:
     """The native location of a zarr-python store and a path in it."""
-    root = getattr(store, "root", None)
-    if root is not None:  # zarr.storage.LocalStore
-        return Location(Path(root) / path, None, [])
+    if type(store).__name__ == "LocalStore":  # zarr.storage.LocalStore (not a wrapper)
+        return Location(Path(store.root) / path, None, [])
     inner = getattr(store, "store", None)
     kind = type(inner).__name__ if inner is not None else ""
     if type(store).__name__ == "ObjectStore" and kind in _OBSTORE_SCHEMES:
@@ -80,12 +101,10 @@ def _of_zarr_store(store: Any, path: str) -> Location:
         key = urllib.parse.quote(_join(prefix, path), safe="/")
         url = f"{scheme}://{bucket}/{key}"
         return Location(None, url, _options(config, url))
-    raise UnsupportedError(
-        f"zarr arrays on {type(store).__name__}"
-        + (f" over {kind}" if kind else "")
-        + " (supported: LocalStore, and ObjectStore over obstore's S3Store, GCSStore, "
-        "AzureStore and LocalStore; or give the URL with storage_options)"
-    )
+    # Any other zarr-python store: through the adapter, on the store's own methods.
+    from ._adapter import store_name  # imports zarr (installed: this is a zarr store)
+
+    return Location(None, f"{store_name(store).rstrip('/')}/{path}", [], store=store, key=path)
 
 
 # obstore store classes: (URL scheme, the config key naming the bucket or container)

@@ -455,12 +455,14 @@ def test_open_group_array_by_path(tmp_path):
     assert_same(g["arr"][...], np.arange(8, dtype="int8"))
 
 
-def test_open_zarr_array_not_on_local_store():
+def test_open_zarr_array_on_a_memory_store_writes_through_the_adapter():
+    # Used to be refused ("only LocalStore for now").
     z = zarr.create_array(
         store=zarr.storage.MemoryStore(), shape=(4,), dtype="int8", chunks=(2,), shards=(4,)
     )
-    with pytest.raises(sw.ShardwrightError):
-        sw.open(z)
+    a = sw.open(z)
+    a.map_chunks(lambda c: c.index[0] - 3)
+    assert z[...].tolist() == [-3, -3, -2, -2]
 
 
 def test_open_zarr_group_is_not_an_array(tmp_path):

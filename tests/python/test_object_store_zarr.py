@@ -56,18 +56,17 @@ def test_a_zarr_array_on_an_obstore_local_store_is_a_local_folder(tmp_path):
     assert_same(zarr.open_array(store, path="g/a", mode="r")[...], expected)
 
 
-def test_stores_the_engine_cannot_open_natively_are_refused_by_name(tmp_path):
+def test_other_obstore_stores_go_through_the_adapter_and_bad_targets_are_refused():
     z = zarr.create_array(
-        zarr.storage.ObjectStore(MemoryStore()), shape=(4,), chunks=(2,), dtype="u1"
+        zarr.storage.ObjectStore(MemoryStore()), shape=(4,), chunks=(2,), dtype="u1", fill_value=0
     )
-    with pytest.raises(sw.UnsupportedError, match="ObjectStore over MemoryStore"):
-        sw.open(z)
-    z = zarr.create_array(zarr.storage.MemoryStore(), shape=(4,), chunks=(2,), dtype="u1")
-    with pytest.raises(sw.UnsupportedError, match="zarr arrays on MemoryStore"):
-        sw.open(z)
-    with pytest.raises(TypeError, match="brings its store's own"):
+    a = sw.open(z)  # obstore's MemoryStore: not shared with the engine, so the adapter
+    assert a.path == a.url and a.url.startswith("object_store://")
+    a.map_chunks(lambda c: 5)
+    assert z[...].tolist() == [5] * 4
+    with pytest.raises(TypeError, match="brings its own"):
         sw.open(z, storage_options={"region": "x"})
-    with pytest.raises(TypeError, match=r"expected a path, a URL or a zarr\.Array"):
+    with pytest.raises(TypeError, match=r"expected a path, a URL, a zarr\.Array or a zarr store"):
         sw.open(42)
 
 

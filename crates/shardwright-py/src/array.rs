@@ -13,6 +13,7 @@ use shardwright_object_store::ObjectStoreBackend;
 
 use crate::errors::{error, guard, IntoPy};
 use crate::grid::PyGridIter;
+use crate::pystore::PyZarrStore;
 use crate::txn::PyTransaction;
 use crate::writer::PyShardWriter;
 
@@ -126,7 +127,6 @@ impl PyArray {
                 .py()?;
             let inner = py
                 .detach(|| {
-                    let meta = shardwright::store::join(&path, "zarr.json");
                     if overwrite && path.is_empty() {
                         return Err(shardwright::Error::from(StoreError::Config {
                             url: url.clone(),
@@ -138,13 +138,11 @@ impl PyArray {
                     }
                     if overwrite {
                         backend.delete_prefix(&path)?;
-                    } else if backend.size(&meta)?.is_some() {
-                        return Err(shardwright::Error::from(StoreError::Conflict { key: meta }));
                     }
                     Array::create_from_json(Arc::new(backend), &path, json)
                 })
                 .map_err(|e| match e {
-                    shardwright::Error::Store(StoreError::Conflict { .. }) => error(format!(
+                    shardwright::Error::AlreadyExists(_) => error(format!(
                         "an array already exists at '{url}' (use overwrite=True)"
                     )),
                     e => crate::errors::to_py(e),
@@ -212,6 +210,61 @@ impl PyArray {
                 inner,
                 root: Some(root),
                 url: None,
+            })
+        })
+    }
+
+    /// Open the array at `path` in a zarr-python store, through `adapter` (a
+    /// `shardwright._adapter.StoreAdapter`); `url` names it in messages and `Array.url`.
+    #[staticmethod]
+    fn open_adapter(
+        py: Python<'_>,
+        adapter: Py<PyAny>,
+        path: String,
+        url: String,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
+            let inner = py
+                .detach(|| Array::open(store, &path))
+                .map_err(|e| match e.kind() {
+                    shardwright::ErrorKind::NotFound => crate::errors::not_found(format!(
+                        "no Zarr array at '{url}' (no zarr.json there)"
+                    )),
+                    _ => crate::errors::to_py(e),
+                })?;
+            Ok(Self {
+                inner,
+                root: None,
+                url: Some(url),
+            })
+        })
+    }
+
+    /// Create an array at `path` in a zarr-python store (through `adapter`) from the text
+    /// of its `zarr.json`; an existing `zarr.json` there is a conflict.
+    #[staticmethod]
+    fn create_adapter(
+        py: Python<'_>,
+        adapter: Py<PyAny>,
+        path: String,
+        json: &str,
+        url: String,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
+            let inner = py
+                .detach(|| Array::create_from_json(store, &path, json))
+                .map_err(|e| match e {
+                    shardwright::Error::AlreadyExists(_) => error(format!(
+                        "an array already exists at '{url}' (use overwrite=True)"
+                    )),
+                    e => crate::errors::to_py(e),
+                })?;
+            Ok(Self {
+                inner,
+                root: None,
+                url: Some(url),
             })
         })
     }

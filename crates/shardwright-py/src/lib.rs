@@ -8,6 +8,7 @@
 mod array;
 mod errors;
 mod grid;
+mod pystore;
 mod txn;
 mod writer;
 

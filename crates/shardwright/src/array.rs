@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::domain::{Domain, Grid, GridCells};
 use crate::error::{Error, Result};
 use crate::layout::{ArraySpec, Layout};
-use crate::store::{join, Store};
+use crate::store::{join, Store, StoreError};
 use crate::writer::{shard_index_of, ShardWriter, WriterOptions};
 
 /// The metadata key of an array, inside its folder.
@@ -78,11 +78,12 @@ impl Array {
         let layout = Layout::from_json(json.as_bytes())?;
         let path = path.trim_matches('/').to_string();
         let key = join(&path, METADATA_KEY);
-        if store.size(&key)?.is_some() {
-            return Err(Error::AlreadyExists(path));
+        // Conditional on absence: of two creators of one array, one gets AlreadyExists.
+        match store.put_if(&key, &[json.as_bytes()], None) {
+            Ok(()) => Ok(Self::from_layout(store, path, layout)),
+            Err(StoreError::Conflict { .. }) => Err(Error::AlreadyExists(path)),
+            Err(e) => Err(e.into()),
         }
-        store.put(&key, &[json.as_bytes()])?;
-        Ok(Self::from_layout(store, path, layout))
     }
 
     fn from_layout(store: Arc<dyn Store>, path: String, layout: Layout) -> Self {

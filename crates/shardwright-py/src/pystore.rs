@@ -1,0 +1,262 @@
+//! The engine's [`Store`] over any zarr-python store, through
+//! `shardwright._adapter.StoreAdapter` (whose methods run the store's coroutines on
+//! zarr-python's event loop). The GIL is taken for each call only; engine entry points
+//! release it before they reach storage, so encode and commit threads can call in.
+//!
+//! zarr-python stores have no versions and no conditional writes (and some, such as
+//! fsspec's local files, are not even atomic: a reader can see a value half written).
+//! Here every access to a key holds that key's lock (shared by every adapter of the
+//! process on a store of the same name), and a version is the key's generation: a
+//! counter of this process's writes of it. So conditional puts and deletes are atomic,
+//! and reads never see a half-written value, *within this process*; writers in other
+//! processes are not seen (the docs say so). Icechunk sessions detect those at their own
+//! commit.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use shardwright::store::{check_key, Store, StoreError, Version};
+
+/// A zarr-python store, as the engine's [`Store`].
+pub(crate) struct PyZarrStore {
+    adapter: Py<PyAny>,
+    name: String,
+}
+
+impl std::fmt::Debug for PyZarrStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PyZarrStore")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks striped by (store, key), shared by every adapter of the process, so that two
+/// arrays opened on one store (same `str(store)`) serialize their accesses to a key.
+fn key_lock(store: &str, key: &str) -> MutexGuard<'static, ()> {
+    const STRIPES: usize = 64;
+    static LOCKS: OnceLock<Vec<Mutex<()>>> = OnceLock::new();
+    let locks = LOCKS.get_or_init(|| (0..STRIPES).map(|_| Mutex::new(())).collect());
+    let mut hasher = DefaultHasher::new();
+    (store, key).hash(&mut hasher);
+    let stripe = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
+    locks[stripe].lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// This process's writes of each (store, key): the versions of the adapter. Read and
+/// bumped only under the key's lock.
+fn generations() -> MutexGuard<'static, HashMap<(String, String), u64>> {
+    static GENERATIONS: OnceLock<Mutex<HashMap<(String, String), u64>>> = OnceLock::new();
+    GENERATIONS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PyZarrStore {
+    /// Wrap a `shardwright._adapter.StoreAdapter`.
+    pub(crate) fn new(py: Python<'_>, adapter: Py<PyAny>) -> PyResult<Self> {
+        let name: String = adapter.getattr(py, "name")?.extract(py)?;
+        Ok(Self { adapter, name })
+    }
+
+    fn generation(&self, key: &str) -> u64 {
+        let id = (self.name.clone(), key.to_string());
+        generations().get(&id).copied().unwrap_or(0)
+    }
+
+    fn bump(&self, key: &str) {
+        *generations()
+            .entry((self.name.clone(), key.to_string()))
+            .or_insert(0) += 1;
+    }
+
+    /// Whether the key is as `expected` says: absent (`None`), or at that generation.
+    fn is_at(&self, key: &str, expected: Option<&Version>) -> Result<bool, StoreError> {
+        let exists = self.call(
+            key,
+            "exists",
+            |py| pyo3::types::PyTuple::new(py, [key]),
+            |value| value.extract::<bool>(),
+        )?;
+        Ok(match expected {
+            None => !exists,
+            Some(version) => exists && version.tag() == self.generation(key).to_string(),
+        })
+    }
+
+    fn size_unlocked(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.call(
+            key,
+            "size",
+            |py| pyo3::types::PyTuple::new(py, [key]),
+            |value| value.extract::<Option<u64>>(),
+        )
+    }
+
+    fn get_unlocked(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.call(
+            key,
+            "get",
+            |py| pyo3::types::PyTuple::new(py, [key]),
+            Self::bytes_or_none,
+        )
+    }
+
+    fn delete_unlocked(&self, key: &str) -> Result<(), StoreError> {
+        self.call(
+            key,
+            "delete",
+            |py| pyo3::types::PyTuple::new(py, [key]),
+            |_| Ok(()),
+        )
+    }
+
+    fn fail(&self, key: &str, err: &PyErr) -> StoreError {
+        StoreError::io(key, format!("{}: {err}", self.name))
+    }
+
+    /// Call `method(*args)` on the adapter and convert the result with `convert`.
+    fn call<T>(
+        &self,
+        key: &str,
+        method: &str,
+        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+        convert: impl for<'py> FnOnce(Bound<'py, PyAny>) -> PyResult<T>,
+    ) -> Result<T, StoreError> {
+        check_key(key)?;
+        Python::attach(|py| {
+            let result = args(py).and_then(|args| self.adapter.bind(py).call_method1(method, args));
+            result.and_then(convert).map_err(|e| self.fail(key, &e))
+        })
+    }
+
+    fn bytes_or_none(value: Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+        if value.is_none() {
+            Ok(None)
+        } else {
+            Ok(Some(value.cast::<PyBytes>()?.as_bytes().to_vec()))
+        }
+    }
+
+    fn set(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        self.call(
+            key,
+            "set",
+            |py| {
+                let data = PyBytes::new_with(py, total, |buf| {
+                    let mut at = 0;
+                    for part in parts {
+                        buf[at..at + part.len()].copy_from_slice(part);
+                        at += part.len();
+                    }
+                    Ok(())
+                })?;
+                pyo3::types::PyTuple::new(py, [key.into_pyobject(py)?.into_any(), data.into_any()])
+            },
+            |_| Ok(()),
+        )
+    }
+}
+
+impl Store for PyZarrStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let _locked = key_lock(&self.name, key);
+        self.get_unlocked(key)
+    }
+
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        let _locked = key_lock(&self.name, key);
+        let Some(size) = self.size_unlocked(key)? else {
+            return Ok(None);
+        };
+        if range.start > range.end || range.end > size {
+            return Err(StoreError::Range {
+                key: key.to_string(),
+                start: range.start,
+                end: range.end,
+                size,
+            });
+        }
+        if range.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        self.call(
+            key,
+            "get_range",
+            |py| {
+                pyo3::types::PyTuple::new(
+                    py,
+                    [
+                        key.into_pyobject(py)?.into_any(),
+                        range.start.into_pyobject(py)?.into_any(),
+                        range.end.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            },
+            Self::bytes_or_none,
+        )
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        let _locked = key_lock(&self.name, key);
+        self.size_unlocked(key)
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        let _locked = key_lock(&self.name, key);
+        self.set(key, parts)?;
+        self.bump(key);
+        Ok(())
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        let _locked = key_lock(&self.name, key);
+        let bytes = self.get_unlocked(key)?;
+        Ok(bytes.map(|b| (b, Version::new(self.generation(key).to_string()))))
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError> {
+        let _locked = key_lock(&self.name, key);
+        if !self.is_at(key, expected)? {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+            });
+        }
+        self.set(key, parts)?;
+        self.bump(key);
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let _locked = key_lock(&self.name, key);
+        self.delete_unlocked(key)?;
+        self.bump(key);
+        Ok(())
+    }
+
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        let _locked = key_lock(&self.name, key);
+        if !self.is_at(key, expected)? {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+            });
+        }
+        if expected.is_some() {
+            self.delete_unlocked(key)?;
+            self.bump(key);
+        }
+        Ok(())
+    }
+}

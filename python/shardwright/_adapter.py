@@ -1,0 +1,90 @@
+"""The zarr-python store adapter: the engine's storage calls (made from Rust threads,
+with the GIL taken only for the call) run as the store's own coroutines on zarr-python's
+event loop. Used for stores the engine cannot open natively — MemoryStore, FsspecStore,
+an Icechunk session's store, a WrapperStore around any of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarr.abc.store import RangeByteRequest
+from zarr.core.buffer import cpu, default_buffer_prototype
+from zarr.core.sync import sync
+
+
+def store_name(store: Any) -> str:
+    """A one-line name for ``store`` (its ``str`` when that is one line).
+
+    >>> import zarr
+    >>> store_name(zarr.storage.MemoryStore()).startswith("memory://")
+    True
+    """
+    text = str(store)
+    if "\n" in text or not text:
+        return f"{type(store).__name__}@{id(store):x}"
+    return text
+
+
+class StoreAdapter:
+    """Blocking ``get`` / ``get_range`` / ``size`` / ``set`` / ``delete`` over a
+    zarr-python ``Store`` (each one request of the store's own), as the engine calls them.
+    Keys are relative to the store's root.
+
+    >>> import zarr
+    >>> adapter = StoreAdapter(zarr.storage.MemoryStore())
+    >>> adapter.set("a/b", b"hello world")
+    >>> adapter.get("a/b"), adapter.get_range("a/b", 6, 11), adapter.size("a/b")
+    (b'hello world', b'world', 11)
+    >>> adapter.delete("a/b"); adapter.get("a/b") is None
+    True
+    """
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._proto = default_buffer_prototype()
+        self.name = store_name(store)
+
+    def get(self, key: str) -> bytes | None:
+        """The value at ``key``, or None."""
+        buf = sync(self._store.get(key, self._proto))
+        return None if buf is None else buf.to_bytes()
+
+    def get_range(self, key: str, start: int, end: int) -> bytes | None:
+        """Bytes ``start:end`` of the value at ``key``, or None if there is none."""
+        buf = sync(self._store.get(key, self._proto, RangeByteRequest(start, end)))
+        return None if buf is None else buf.to_bytes()
+
+    def exists(self, key: str) -> bool:
+        """Whether there is a value at ``key``."""
+        return bool(sync(self._store.exists(key)))
+
+    def size(self, key: str) -> int | None:
+        """The size of the value at ``key``, or None if there is none."""
+        if not sync(self._store.exists(key)):
+            return None
+        try:
+            return int(sync(self._store.getsize(key)))
+        except FileNotFoundError:
+            return None
+
+    def set(self, key: str, data: bytes) -> None:
+        """Store ``data`` at ``key`` (the store's ``set``: one request)."""
+        sync(self._store.set(key, cpu.Buffer.from_bytes(data)))
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; a missing key is not an error."""
+        try:
+            sync(self._store.delete(key))
+        except FileNotFoundError:
+            pass
+
+    def delete_dir(self, prefix: str) -> None:
+        """Remove everything under ``prefix`` (never the whole store)."""
+        if not prefix.strip("/"):
+            from ._errors import UnsupportedError
+
+            raise UnsupportedError(
+                f"overwrite=True at the root of {self.name} would delete everything in it; "
+                "give the array a path inside the store"
+            )
+        sync(self._store.delete_dir(prefix.strip("/")))
