@@ -79,6 +79,11 @@ def _join(*parts: str) -> str:
 
 def _of_zarr_store(store: Any, path: str) -> Location:
     """The native location of a zarr-python store and a path in it."""
+    if getattr(store, "read_only", False):
+        # The adapter calls the store's own methods, which refuse writes as it says.
+        from ._adapter import store_name
+
+        return Location(None, f"{store_name(store).rstrip('/')}/{path}", store=store, key=path)
     if type(store).__name__ == "LocalStore":  # zarr.storage.LocalStore (not a wrapper)
         return Location(Path(store.root) / path, None, [])
     inner = getattr(store, "store", None)

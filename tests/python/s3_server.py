@@ -187,6 +187,7 @@ class ProxyRequest:
     status: int
     etag: str | None = None
     injected: bool = False
+    response_size: int = 0  # bytes of the response body sent back
 
     def key(self, bucket: str) -> str | None:
         """The object key inside ``bucket``, or None for a request on another bucket."""
@@ -354,13 +355,15 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             if chunked:
                 conn.send(b"0\r\n\r\n")
             response = conn.getresponse()
-            self.proxy._log(self._entry(response.status, size, etag=response.getheader("ETag")))
-            self._answer(response)
+            entry = self._entry(response.status, size, etag=response.getheader("ETag"))
+            entry.response_size = self._answer(response)
+            self.proxy._log(entry)
         finally:
             conn.close()
 
-    def _answer(self, response: http.client.HTTPResponse) -> None:
-        """Send ``response`` on to the client, its body streamed in blocks."""
+    def _answer(self, response: http.client.HTTPResponse) -> int:
+        """Send ``response`` on to the client, its body streamed in blocks; returns the
+        bytes of the body."""
         self.send_response_only(response.status, response.reason)
         length = response.getheader("Content-Length")
         bodiless = self.command == "HEAD" or response.status in (204, 304)
@@ -371,12 +374,15 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         if bodiless:
-            return
+            return 0
+        sent = 0
         while block := response.read1(BLOCK):
+            sent += len(block)
             self.wfile.write(block if length is not None else b"%x\r\n%s\r\n" % (len(block), block))
         if length is None:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        return sent
 
     def _answer_error(self, status: int, path: str) -> None:
         """An S3-style error of ``status`` (the proxy's own answer, a fault)."""

@@ -85,3 +85,14 @@ def test_an_obstore_credential_provider_is_refused_not_dropped(s3_bucket):
     z = zarr.create_array(zarr.storage.ObjectStore(inner), shape=(4,), chunks=(2,), dtype="u1")
     with pytest.raises(sw.UnsupportedError, match="credential_provider"):
         sw.open(z)
+
+
+def test_a_read_only_zarr_store_stays_read_only(tmp_path):
+    store = zarr.storage.ObjectStore(LocalStore(str(tmp_path)))
+    z = zarr.create_array(store, name="a", shape=(4,), chunks=(2,), dtype="u1", fill_value=0)
+    z[...] = 3
+    a = sw.open(zarr.open_array(store.with_read_only(True), path="a", mode="r"))
+    assert a[...].tolist() == [3] * 4
+    with pytest.raises(sw.ShardwrightError, match="read-only"), a.write_shard((0,)) as w:
+        w[0:2] = 4
+    assert z[...].tolist() == [3] * 4
