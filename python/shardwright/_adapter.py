@@ -71,6 +71,19 @@ class StoreAdapter:
         """Store ``data`` at ``key`` (the store's ``set``: one request)."""
         sync(self._store.set(key, cpu.Buffer.from_bytes(data)))
 
+    def set_if_absent(self, key: str, data: bytes) -> bool:
+        """Store ``data`` at ``key`` unless there is a value (the store's
+        ``set_if_not_exists``, atomic where the store makes it so: LocalStore, obstore);
+        returns whether ``data`` is what is stored now.
+
+        >>> import zarr
+        >>> adapter = StoreAdapter(zarr.storage.MemoryStore())
+        >>> adapter.set_if_absent("k", b"one"), adapter.set_if_absent("k", b"two")
+        (True, False)
+        """
+        sync(self._store.set_if_not_exists(key, cpu.Buffer.from_bytes(data)))
+        return self.get(key) == data
+
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
         try:

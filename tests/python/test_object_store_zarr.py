@@ -96,3 +96,21 @@ def test_a_read_only_zarr_store_stays_read_only(tmp_path):
     with pytest.raises(sw.ShardwrightError, match="read-only"), a.write_shard((0,)) as w:
         w[0:2] = 4
     assert z[...].tolist() == [3] * 4
+
+
+def test_a_counting_wrapper_around_an_obstore_s3_store_goes_through_the_adapter(s3_bucket):
+    from test_adapter_stores import Counting
+
+    bucket, options = s3_bucket
+    store = Counting(zarr.storage.ObjectStore(_s3_store(bucket, options)))
+    a = sw.create(store, path="w", shape=(32, 32), dtype="uint16", chunks=(8, 8), shards=(16, 16))
+    data = reference(a.shape, a.dtype, seed=4)
+    store.clear()
+    write_all(a, data)
+    assert store.shard_calls("set") == [f"w/c/{i}/{j}" for i in range(2) for j in range(2)]
+    assert store.shard_calls("get") == []
+    with a.write_shard((1, 0)) as w:  # a merge: one get, one set
+        w[17:19, 3:5] = 9
+    data[17:19, 3:5] = 9
+    assert store.shard_calls("get") == ["w/c/1/0"]
+    assert_same(zarr.open_array(store, path="w", mode="r")[...], data)

@@ -304,35 +304,42 @@ impl Store for ObjectStoreBackend {
                 size: 0,
             });
         }
-        let Some(size) = self.size(key)? else {
-            return Ok(None);
-        };
-        if range.end > size {
-            return Err(StoreError::Range {
-                key: key.to_string(),
-                start: range.start,
-                end: range.end,
-                size,
-            });
-        }
         if range.is_empty() {
-            return Ok(Some(Vec::new()));
+            return Ok(self.size(key)?.map(|_| Vec::new()));
         }
-        let (url, owned_key) = (self.url.clone(), key.to_string());
-        self.run(key, move |inner, location| async move {
-            let options = GetOptions::default().with_range(Some(GetRange::Bounded(range)));
-            match inner.get_opts(&location, options).await {
-                Ok(result) => {
-                    let bytes = result
-                        .bytes()
-                        .await
-                        .map_err(|e| describe(&url, &owned_key, &e))?;
-                    Ok(Some(bytes.to_vec()))
-                }
+        // One ranged GET; a range past the end is recognised from what comes back (S3
+        // answers 416 when it starts past the end, and sends less when it ends past it).
+        let (url, owned_key, asked) = (self.url.clone(), key.to_string(), range.clone());
+        let fetched = self.run(key, move |inner, location| async move {
+            let options = GetOptions::default().with_range(Some(GetRange::Bounded(asked)));
+            Ok(match inner.get_opts(&location, options).await {
+                Ok(result) => match result.bytes().await {
+                    Ok(bytes) => Ok(Some(bytes.to_vec())),
+                    Err(e) => Err(describe(&url, &owned_key, &e)),
+                },
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(describe(&url, &owned_key, &e)),
-            }
-        })
+            })
+        })?;
+        match fetched {
+            Ok(Some(bytes)) if bytes.len() as u64 == range.end - range.start => Ok(Some(bytes)),
+            Ok(None) => Ok(None),
+            other => match self.size(key)? {
+                None => Ok(None),
+                Some(size) if range.end > size => Err(StoreError::Range {
+                    key: key.to_string(),
+                    start: range.start,
+                    end: range.end,
+                    size,
+                }),
+                Some(_) => other.and_then(|_| {
+                    Err(StoreError::io(
+                        key,
+                        format!("{}: a ranged read came back short", self.url),
+                    ))
+                }),
+            },
+        }
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {

@@ -145,10 +145,25 @@ impl PyZarrStore {
     }
 
     fn set(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.store_bytes(key, "set", parts, |_| Ok(()))
+    }
+
+    fn set_if_absent(&self, key: &str, parts: &[&[u8]]) -> Result<bool, StoreError> {
+        self.store_bytes(key, "set_if_absent", parts, |value| value.extract::<bool>())
+    }
+
+    /// Call `method(key, bytes)` with the concatenation of `parts`.
+    fn store_bytes<T>(
+        &self,
+        key: &str,
+        method: &str,
+        parts: &[&[u8]],
+        convert: impl for<'py> FnOnce(Bound<'py, PyAny>) -> PyResult<T>,
+    ) -> Result<T, StoreError> {
         let total: usize = parts.iter().map(|p| p.len()).sum();
         self.call(
             key,
-            "set",
+            method,
             |py| {
                 let data = PyBytes::new_with(py, total, |buf| {
                     let mut at = 0;
@@ -160,7 +175,7 @@ impl PyZarrStore {
                 })?;
                 pyo3::types::PyTuple::new(py, [key.into_pyobject(py)?.into_any(), data.into_any()])
             },
-            |_| Ok(()),
+            convert,
         )
     }
 }
@@ -234,7 +249,17 @@ impl Store for PyZarrStore {
                 key: key.to_string(),
             });
         }
-        self.set(key, parts)?;
+        if expected.is_none() {
+            // A new value: through the store's set_if_not_exists, which also stops a
+            // writer in another process where the store makes it atomic.
+            if !self.set_if_absent(key, parts)? {
+                return Err(StoreError::Conflict {
+                    key: key.to_string(),
+                });
+            }
+        } else {
+            self.set(key, parts)?;
+        }
         self.bump(key);
         Ok(())
     }
