@@ -69,7 +69,9 @@ class Array:
 
     @property
     def url(self) -> str:
-        """The array's URL: ``file:///…`` for a local folder, else the object-store URL."""
+        """The array's URL: ``file:///…`` for a local folder, the object-store URL, or,
+        for an array on a zarr-python store through the adapter, a name for it (the
+        store's ``str`` and the path: not something :func:`open` takes back)."""
         root = self._core.root
         return Path(root).absolute().as_uri() if root is not None else self._core.url
 

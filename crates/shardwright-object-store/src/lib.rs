@@ -283,7 +283,7 @@ impl Store for ObjectStoreBackend {
     fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
         check_key(key)?;
         let upload =
-            upload::MultipartShardUpload::new(self.inner.clone(), &self.url, key, self.path(key)?)?;
+            upload::MultipartShardUpload::new(self.inner.clone(), &self.url, key, self.path(key)?);
         Ok(Some(Box::new(upload)))
     }
 

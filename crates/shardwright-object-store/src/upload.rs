@@ -16,7 +16,7 @@
 //!   ([`Upload::completes_conditionally`] is `false`) and cannot take parts back.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::Write as _;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
@@ -34,6 +34,21 @@ pub const PARTS_IN_FLIGHT: usize = 2;
 /// S3's limit on the parts of one upload.
 pub const MAX_PARTS: u64 = 10_000;
 
+/// Where an upload stands.
+enum State {
+    /// Nothing sent yet: every byte is in `pending`.
+    Buffering,
+    /// The multipart upload has begun; the bytes sent are also in the spool file.
+    Sending {
+        multipart: WriteMultipart,
+        spool: File,
+    },
+    /// Completed: the object is stored.
+    Done,
+    /// A request failed (the multipart upload, if any, was or will be aborted).
+    Failed,
+}
+
 /// A shard on its way to an object store (see the module docs).
 pub(crate) struct MultipartShardUpload {
     inner: Arc<dyn ObjectStore>,
@@ -42,80 +57,126 @@ pub(crate) struct MultipartShardUpload {
     location: Path,
     /// Bytes not handed to the multipart upload yet (before it starts: all of them).
     pending: Vec<u8>,
-    multipart: Option<WriteMultipart>,
-    spool: File,
+    state: State,
     len: u64,
-    done: bool,
+    /// Bytes handed to the multipart upload (and written to the spool).
+    sent: u64,
 }
 
 impl std::fmt::Debug for MultipartShardUpload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state {
+            State::Buffering => "buffering",
+            State::Sending { .. } => "sending",
+            State::Done => "done",
+            State::Failed => "failed",
+        };
         f.debug_struct("MultipartShardUpload")
             .field("url", &self.url)
             .field("key", &self.key)
             .field("len", &self.len)
-            .field("started", &self.multipart.is_some())
+            .field("state", &state)
             .finish_non_exhaustive()
     }
 }
 
 impl MultipartShardUpload {
-    pub(crate) fn new(
-        inner: Arc<dyn ObjectStore>,
-        url: &str,
-        key: &str,
-        location: Path,
-    ) -> Result<Self, StoreError> {
-        let spool = tempfile::tempfile().map_err(|e| {
-            StoreError::io(key, format!("{url}: cannot make the local spool file: {e}"))
-        })?;
-        Ok(Self {
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>, url: &str, key: &str, location: Path) -> Self {
+        Self {
             inner,
             url: url.to_string(),
             key: key.to_string(),
             location,
             pending: Vec::new(),
-            multipart: None,
-            spool,
+            state: State::Buffering,
             len: 0,
-            done: false,
-        })
+            sent: 0,
+        }
     }
 
-    fn fail(&self, err: &object_store::Error) -> StoreError {
+    /// Mark the upload failed (aborting the multipart upload, if one is open) and
+    /// describe `err`.
+    fn fail(&mut self, err: &object_store::Error) -> StoreError {
+        abort(std::mem::replace(&mut self.state, State::Failed));
         describe(&self.url, &self.key, err)
     }
 
-    /// Hand whole parts of `pending` to the multipart upload (starting it), waiting while
-    /// [`PARTS_IN_FLIGHT`] are being sent.
+    fn unusable(&self) -> Option<StoreError> {
+        let what = match self.state {
+            State::Done => "completed",
+            State::Failed => "failed",
+            _ => return None,
+        };
+        Some(StoreError::io(
+            &self.key,
+            format!("{}: this upload has {what}; begin another", self.url),
+        ))
+    }
+
+    /// Begin the multipart upload and the spool file.
+    fn start(&mut self) -> Result<(), StoreError> {
+        let spool = tempfile::tempfile().map_err(|e| {
+            StoreError::io(
+                &self.key,
+                format!(
+                    "{}: cannot make the local spool file (TMPDIR): {e}",
+                    self.url
+                ),
+            )
+        })?;
+        let (inner, location) = (self.inner.clone(), self.location.clone());
+        let started = block_on(async move {
+            inner
+                .put_multipart_opts(&location, PutMultipartOptions::default())
+                .await
+        });
+        match started {
+            Ok(upload) => {
+                self.state = State::Sending {
+                    multipart: WriteMultipart::new_with_chunk_size(upload, PART_BYTES),
+                    spool,
+                };
+                Ok(())
+            }
+            Err(e) => Err(self.fail(&e)),
+        }
+    }
+
+    /// Send the whole parts of `pending`, one at a time, each once fewer than
+    /// [`PARTS_IN_FLIGHT`] are on their way (so one big append cannot put many in flight).
     fn send_whole_parts(&mut self) -> Result<(), StoreError> {
-        if self.pending.len() < PART_BYTES {
-            return Ok(());
+        while self.pending.len() >= PART_BYTES {
+            if matches!(self.state, State::Buffering) {
+                self.start()?;
+            }
+            let State::Sending { multipart, spool } = &mut self.state else {
+                unreachable!("started above");
+            };
+            let waited = block_on(multipart.wait_for_capacity(PARTS_IN_FLIGHT));
+            if let Err(e) = waited {
+                return Err(self.fail(&e));
+            }
+            let part = bytes::Bytes::copy_from_slice(&self.pending[..PART_BYTES]);
+            if let Err(e) = spool.write_all(&part) {
+                abort(std::mem::replace(&mut self.state, State::Failed));
+                return Err(StoreError::io(&self.key, format!("local spool file: {e}")));
+            }
+            {
+                let _runtime = crate::runtime::enter(); // put() spawns the part's upload
+                multipart.put(part);
+            }
+            self.pending.drain(..PART_BYTES);
+            self.sent += PART_BYTES as u64;
         }
-        if self.multipart.is_none() {
-            let (inner, location) = (self.inner.clone(), self.location.clone());
-            let upload = block_on(async move {
-                inner
-                    .put_multipart_opts(&location, PutMultipartOptions::default())
-                    .await
-            })
-            .map_err(|e| self.fail(&e))?;
-            self.multipart = Some(WriteMultipart::new_with_chunk_size(upload, PART_BYTES));
-        }
-        let whole = self.pending.len() / PART_BYTES * PART_BYTES;
-        let multipart = self.multipart.as_mut().expect("started above");
-        {
-            let _runtime = crate::runtime::enter(); // write() spawns the part uploads
-            multipart.write(&self.pending[..whole]);
-        }
-        self.pending.drain(..whole);
-        let waited = block_on(multipart.wait_for_capacity(PARTS_IN_FLIGHT));
-        waited.map_err(|e| self.fail(&e))
+        Ok(())
     }
 }
 
 impl Upload for MultipartShardUpload {
     fn append(&mut self, parts: &[&[u8]]) -> Result<(), StoreError> {
+        if let Some(err) = self.unusable() {
+            return Err(err);
+        }
         let added: u64 = parts.iter().map(|p| p.len() as u64).sum();
         if (self.len + added).div_ceil(PART_BYTES as u64) > MAX_PARTS {
             return Err(StoreError::io(
@@ -128,9 +189,6 @@ impl Upload for MultipartShardUpload {
             ));
         }
         for part in parts.iter().filter(|p| !p.is_empty()) {
-            self.spool
-                .write_all(part)
-                .map_err(|e| StoreError::io(&self.key, format!("local spool file: {e}")))?;
             self.pending.extend_from_slice(part);
             self.len += part.len() as u64;
             self.send_whole_parts()?;
@@ -155,9 +213,22 @@ impl Upload for MultipartShardUpload {
             .map_err(|_| StoreError::io(&self.key, "range larger than memory"))?;
         let mut out =
             shardwright::buffer::zeroed(n).map_err(|e| StoreError::io(&self.key, e.to_string()))?;
-        self.spool
-            .read_exact_at(&mut out, range.start)
-            .map_err(|e| StoreError::io(&self.key, format!("local spool file: {e}")))?;
+        // The first `sent` bytes are in the spool, the rest in `pending`.
+        let from_spool = range.end.min(self.sent).saturating_sub(range.start);
+        if from_spool > 0 {
+            let State::Sending { spool, .. } = &self.state else {
+                return Err(self.unusable().unwrap_or_else(|| {
+                    StoreError::io(&self.key, "sent bytes without a spool file")
+                }));
+            };
+            spool
+                .read_exact_at(&mut out[..from_spool as usize], range.start)
+                .map_err(|e| StoreError::io(&self.key, format!("local spool file: {e}")))?;
+        }
+        let rest_start = range.start.max(self.sent) - self.sent;
+        let rest = &mut out[from_spool as usize..];
+        let at = rest_start as usize;
+        rest.copy_from_slice(&self.pending[at..at + rest.len()]);
         Ok(out)
     }
 
@@ -179,6 +250,9 @@ impl Upload for MultipartShardUpload {
     }
 
     fn complete(&mut self, condition: Option<Option<&Version>>) -> Result<(), StoreError> {
+        if let Some(err) = self.unusable() {
+            return Err(err);
+        }
         if condition.is_some() {
             return Err(StoreError::io(
                 &self.key,
@@ -188,45 +262,51 @@ impl Upload for MultipartShardUpload {
                 ),
             ));
         }
-        match self.multipart.take() {
-            None => {
+        let pending = std::mem::take(&mut self.pending);
+        match std::mem::replace(&mut self.state, State::Failed) {
+            State::Buffering => {
                 // Shorter than one part: one plain put.
-                let data = payload(&[&self.pending]);
+                let data = payload(&[&pending]);
                 let (inner, location) = (self.inner.clone(), self.location.clone());
-                block_on(
-                    async move { inner.put_opts(&location, data, PutOptions::default()).await },
-                )
-                .map_err(|e| self.fail(&e))?;
+                let put = block_on(async move {
+                    inner.put_opts(&location, data, PutOptions::default()).await
+                });
+                if let Err(e) = put {
+                    return Err(self.fail(&e));
+                }
             }
-            Some(mut multipart) => {
+            State::Sending { mut multipart, .. } => {
                 {
                     let _runtime = crate::runtime::enter();
-                    multipart.write(&self.pending);
+                    multipart.put(bytes::Bytes::from(pending));
                 }
                 // finish() aborts the upload itself when a part or the completion fails.
-                block_on(multipart.finish()).map_err(|e| self.fail(&e))?;
+                if let Err(e) = block_on(multipart.finish()) {
+                    return Err(self.fail(&e));
+                }
             }
+            State::Done | State::Failed => unreachable!("checked above"),
         }
-        self.pending = Vec::new();
-        self.done = true;
+        self.state = State::Done;
         Ok(())
     }
 }
 
 impl Drop for MultipartShardUpload {
     fn drop(&mut self) {
-        if let Some(mut multipart) = self.multipart.take() {
-            if !self.done {
-                // Let the parts being sent finish first: S3 says a part still uploading
-                // during an abort may survive it (and cancelling one midway leaves a
-                // half-sent request). Best effort: a failed abort leaves an incomplete
-                // upload, which a bucket lifecycle rule (AbortIncompleteMultipartUpload)
-                // removes.
-                let _ = block_on(async move {
-                    let _ = multipart.wait_for_capacity(0).await;
-                    multipart.abort().await
-                });
-            }
-        }
+        abort(std::mem::replace(&mut self.state, State::Failed));
+    }
+}
+
+/// Abort the multipart upload of `state`, if it has one. Every part being sent ends first
+/// (S3: a part still uploading during an abort may survive it, and cancelling one midway
+/// leaves a half-sent request). Best effort: a failed abort leaves an incomplete upload,
+/// which a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes.
+fn abort(state: State) {
+    if let State::Sending { mut multipart, .. } = state {
+        let _ = block_on(async move {
+            while multipart.wait_for_capacity(0).await.is_err() {}
+            multipart.abort().await
+        });
     }
 }

@@ -158,3 +158,22 @@ fn a_small_shard_is_one_plain_put() {
     w.commit().unwrap();
     assert_eq!(store.counts().puts, 1);
 }
+
+#[test]
+fn an_upload_completes_once_and_refuses_use_after() {
+    use shardwright::store::Store as _;
+    let store = ObjectStoreBackend::new(Arc::new(InMemory::new()), "memory://test");
+    for size in [100, PART_BYTES * 2 + 5] {
+        let mut upload = store.begin_upload("k").unwrap().unwrap();
+        upload.append(&[&vec![1u8; size]]).unwrap();
+        assert_eq!(upload.read(3..8).unwrap(), vec![1u8; 5]);
+        let last = size as u64;
+        assert_eq!(upload.read(last - 2..last).unwrap(), vec![1u8; 2]);
+        upload.complete(None).unwrap();
+        assert_eq!(store.size("k").unwrap(), Some(size as u64));
+        let again = upload.complete(None).unwrap_err().to_string();
+        assert!(again.contains("has completed"), "{again}");
+        assert!(upload.append(&[b"x"]).is_err());
+        assert_eq!(store.size("k").unwrap(), Some(size as u64)); // still the first value
+    }
+}

@@ -5,15 +5,17 @@
 //!
 //! zarr-python stores have no versions and no conditional writes (and some, such as
 //! fsspec's local files, are not even atomic: a reader can see a value half written).
-//! Here every access to a key holds that key's lock (shared by every adapter of the
-//! process on a store of the same name), and a version is the key's generation: a
-//! counter of this process's writes of it. So conditional puts and deletes are atomic,
-//! and reads never see a half-written value, *within this process*; writers in other
-//! processes are not seen (the docs say so). Icechunk sessions detect those at their own
-//! commit.
+//! Here every access to a key holds a lock chosen by the key alone (one of
+//! [`STRIPES`], shared by every adapter of the process whatever its store: the same
+//! store reached through two objects — `session.store` twice, a `WrapperStore` and what it
+//! wraps — shares the locks), and a version is that lock's counter of writes. So
+//! conditional puts and deletes are atomic, and reads never see a half-written value,
+//! *among shardwright's writers in this process*; a write by another key of the same
+//! stripe only makes a conditional put conflict and retry. Writers in other processes,
+//! and zarr-python writing the same store directly, are not seen (the docs say so);
+//! Icechunk sessions detect other sessions at their own commit.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -36,26 +38,18 @@ impl std::fmt::Debug for PyZarrStore {
     }
 }
 
-/// Locks striped by (store, key), shared by every adapter of the process, so that two
-/// arrays opened on one store (same `str(store)`) serialize their accesses to a key.
-fn key_lock(store: &str, key: &str) -> MutexGuard<'static, ()> {
-    const STRIPES: usize = 64;
-    static LOCKS: OnceLock<Vec<Mutex<()>>> = OnceLock::new();
-    let locks = LOCKS.get_or_init(|| (0..STRIPES).map(|_| Mutex::new(())).collect());
+/// The lock stripes of the adapter.
+const STRIPES: usize = 1024;
+
+/// The lock of `key`'s stripe; what it guards is the stripe's count of writes, the
+/// version of every key in it.
+fn key_lock(key: &str) -> MutexGuard<'static, u64> {
+    static LOCKS: OnceLock<Vec<Mutex<u64>>> = OnceLock::new();
+    let locks = LOCKS.get_or_init(|| (0..STRIPES).map(|_| Mutex::new(0)).collect());
     let mut hasher = DefaultHasher::new();
-    (store, key).hash(&mut hasher);
+    key.hash(&mut hasher);
     let stripe = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
     locks[stripe].lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// This process's writes of each (store, key): the versions of the adapter. Read and
-/// bumped only under the key's lock.
-fn generations() -> MutexGuard<'static, HashMap<(String, String), u64>> {
-    static GENERATIONS: OnceLock<Mutex<HashMap<(String, String), u64>>> = OnceLock::new();
-    GENERATIONS
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
 }
 
 impl PyZarrStore {
@@ -65,19 +59,14 @@ impl PyZarrStore {
         Ok(Self { adapter, name })
     }
 
-    fn generation(&self, key: &str) -> u64 {
-        let id = (self.name.clone(), key.to_string());
-        generations().get(&id).copied().unwrap_or(0)
-    }
-
-    fn bump(&self, key: &str) {
-        *generations()
-            .entry((self.name.clone(), key.to_string()))
-            .or_insert(0) += 1;
-    }
-
-    /// Whether the key is as `expected` says: absent (`None`), or at that generation.
-    fn is_at(&self, key: &str, expected: Option<&Version>) -> Result<bool, StoreError> {
+    /// Whether the key is as `expected` says: absent (`None`), or at that version
+    /// (`writes`: its stripe's count).
+    fn is_at(
+        &self,
+        key: &str,
+        expected: Option<&Version>,
+        writes: u64,
+    ) -> Result<bool, StoreError> {
         let exists = self.call(
             key,
             "exists",
@@ -86,7 +75,7 @@ impl PyZarrStore {
         )?;
         Ok(match expected {
             None => !exists,
-            Some(version) => exists && version.tag() == self.generation(key).to_string(),
+            Some(version) => exists && version.tag() == writes.to_string(),
         })
     }
 
@@ -182,12 +171,12 @@ impl PyZarrStore {
 
 impl Store for PyZarrStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let _locked = key_lock(key);
         self.get_unlocked(key)
     }
 
     fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let _locked = key_lock(key);
         let Some(size) = self.size_unlocked(key)? else {
             return Ok(None);
         };
@@ -220,21 +209,21 @@ impl Store for PyZarrStore {
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let _locked = key_lock(key);
         self.size_unlocked(key)
     }
 
     fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let mut writes = key_lock(key);
         self.set(key, parts)?;
-        self.bump(key);
+        *writes += 1;
         Ok(())
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let writes = key_lock(key);
         let bytes = self.get_unlocked(key)?;
-        Ok(bytes.map(|b| (b, Version::new(self.generation(key).to_string()))))
+        Ok(bytes.map(|b| (b, Version::new(writes.to_string()))))
     }
 
     fn put_if(
@@ -243,8 +232,8 @@ impl Store for PyZarrStore {
         parts: &[&[u8]],
         expected: Option<&Version>,
     ) -> Result<(), StoreError> {
-        let _locked = key_lock(&self.name, key);
-        if !self.is_at(key, expected)? {
+        let mut writes = key_lock(key);
+        if !self.is_at(key, expected, *writes)? {
             return Err(StoreError::Conflict {
                 key: key.to_string(),
             });
@@ -260,27 +249,27 @@ impl Store for PyZarrStore {
         } else {
             self.set(key, parts)?;
         }
-        self.bump(key);
+        *writes += 1;
         Ok(())
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let _locked = key_lock(&self.name, key);
+        let mut writes = key_lock(key);
         self.delete_unlocked(key)?;
-        self.bump(key);
+        *writes += 1;
         Ok(())
     }
 
     fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
-        let _locked = key_lock(&self.name, key);
-        if !self.is_at(key, expected)? {
+        let mut writes = key_lock(key);
+        if !self.is_at(key, expected, *writes)? {
             return Err(StoreError::Conflict {
                 key: key.to_string(),
             });
         }
         if expected.is_some() {
             self.delete_unlocked(key)?;
-            self.bump(key);
+            *writes += 1;
         }
         Ok(())
     }

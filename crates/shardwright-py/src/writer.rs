@@ -18,6 +18,16 @@ pub(crate) struct PyShardWriter {
     element_size: usize,
 }
 
+impl Drop for PyShardWriter {
+    /// A writer collected without commit or abort: dropped without the GIL (an
+    /// object-store writer aborts its multipart upload, which waits for requests).
+    fn drop(&mut self) {
+        if let Some(writer) = self.inner.take() {
+            Python::attach(|py| py.detach(move || drop(writer)));
+        }
+    }
+}
+
 impl PyShardWriter {
     /// Take the engine writer out (the Python writer is closed after).
     pub(crate) fn take(&mut self) -> PyResult<ShardWriter> {
@@ -127,14 +137,17 @@ impl PyShardWriter {
     }
 
     #[getter]
-    fn chunks_written(&self) -> usize {
-        self.inner.as_ref().map_or(0, ShardWriter::chunks_written)
+    fn chunks_written(&self, py: Python<'_>) -> usize {
+        // The slot table's lock can be held while an encoded batch is uploaded.
+        let writer = self.inner.as_ref();
+        py.detach(|| writer.map_or(0, ShardWriter::chunks_written))
     }
 
     /// Bytes the writer holds now (encoded chunks, raw chunks in flight, partial chunks).
     #[getter]
-    fn staged_memory(&self) -> usize {
-        self.inner.as_ref().map_or(0, ShardWriter::staged_memory)
+    fn staged_memory(&self, py: Python<'_>) -> usize {
+        let writer = self.inner.as_ref();
+        py.detach(|| writer.map_or(0, ShardWriter::staged_memory))
     }
 
     fn inner_chunks(&self) -> PyResult<PyGridIter> {

@@ -121,10 +121,6 @@ pub(super) fn commit(
         mut upload,
         dead,
     } = finished;
-    if let (true, Some(old)) = (dead > 0, upload.as_mut()) {
-        // Chunks written twice left bytes in the upload that nothing points to.
-        upload = Some(compact(target, old.as_mut(), &mut slots)?);
-    }
     let needs_read = !partials.is_empty()
         || slots.iter().enumerate().any(|(i, s)| {
             matches!(s, Slot::Unwritten) && slot_meets_array(layout, target.shard, i)
@@ -135,14 +131,18 @@ pub(super) fn commit(
             .is_some_and(|u| !u.completes_conditionally())
     {
         // A merge must be stored conditionally, and this upload cannot complete on a
-        // condition: read its chunks back (memory: the encoded shard), drop it (aborting
-        // it) and store the merged shard with one conditional put.
+        // condition: read its live chunks back (memory: the encoded shard), drop it
+        // (aborting it) and store the merged shard with one conditional put.
         slots = Finished {
             slots,
             upload: upload.take(),
             dead: 0,
         }
         .into_memory()?;
+    }
+    if let (true, Some(old)) = (dead > 0, upload.as_mut()) {
+        // Chunks written twice left bytes in the upload that nothing points to.
+        upload = Some(compact(target, old.as_mut(), &mut slots)?);
     }
     let base = upload.as_ref().map_or(0, |u| u.len());
     if !needs_read {
