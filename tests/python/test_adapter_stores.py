@@ -22,7 +22,8 @@ SHAPE, CHUNKS, SHARDS = (38, 20), (4, 6), (8, 12)  # 5 x 2 = 10 shards, the last
 
 
 class Counting(WrapperStore):
-    """A WrapperStore counting (method, key) of the calls the engine makes."""
+    """A WrapperStore counting (method, key) of the engine's get, set and delete calls
+    (``exists``, ``getsize`` and ``set_if_not_exists`` pass through uncounted)."""
 
     def __init__(self, store: Any) -> None:
         super().__init__(store)

@@ -54,8 +54,10 @@ def test_an_uncommitted_session_leaves_main_as_it_was(repo):
     ).map_chunks(lambda c: 1)
     session.commit("ones")
     abandoned = repo.writable_session("main")
-    sw.open(abandoned.store, path="a").map_chunks(lambda c: 2)
-    del abandoned
+    b = sw.open(abandoned.store, path="a")
+    b.map_chunks(lambda c: 2)
+    assert (b[...] == 2).all()  # written into the session
+    del abandoned, b
     assert (_read_main(repo) == 1).all()
 
 
