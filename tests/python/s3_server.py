@@ -356,8 +356,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 conn.send(b"0\r\n\r\n")
             response = conn.getresponse()
             entry = self._entry(response.status, size, etag=response.getheader("ETag"))
+            self.proxy._log(entry)  # before answering: a test reads the log right after
             entry.response_size = self._answer(response)
-            self.proxy._log(entry)
         finally:
             conn.close()
 

@@ -28,6 +28,33 @@ pub(crate) struct PyArray {
     url: Option<String>,
 }
 
+/// Open the array at `path` in `store`, named `url` in messages and `Array.url`.
+fn open_at(py: Python<'_>, store: Arc<dyn Store>, path: &str, url: String) -> PyResult<PyArray> {
+    let inner = py
+        .detach(|| Array::open(store, path))
+        .map_err(|e| match e.kind() {
+            shardwright::ErrorKind::NotFound => {
+                crate::errors::not_found(format!("no Zarr array at '{url}' (no zarr.json there)"))
+            }
+            _ => crate::errors::to_py(e),
+        })?;
+    Ok(PyArray {
+        inner,
+        root: None,
+        url: Some(url),
+    })
+}
+
+/// The Python error of a failed create at `url`.
+fn created_error(err: shardwright::Error, url: &str) -> PyErr {
+    match err {
+        shardwright::Error::AlreadyExists(_) => error(format!(
+            "an array already exists at '{url}' (use overwrite=True)"
+        )),
+        e => crate::errors::to_py(e),
+    }
+}
+
 /// The object store of `url` and the array's path in it.
 fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(Arc<dyn Store>, String)> {
     let pairs: Vec<(&str, &str)> = options
@@ -90,19 +117,7 @@ impl PyArray {
     fn open_url(py: Python<'_>, url: String, options: Vec<(String, String)>) -> PyResult<Self> {
         guard(|| {
             let (store, path) = object_store(&url, &options)?;
-            let inner = py
-                .detach(|| Array::open(store, &path))
-                .map_err(|e| match e.kind() {
-                    shardwright::ErrorKind::NotFound => crate::errors::not_found(format!(
-                        "no Zarr array at '{url}' (no zarr.json there)"
-                    )),
-                    _ => crate::errors::to_py(e),
-                })?;
-            Ok(Self {
-                inner,
-                root: None,
-                url: Some(url),
-            })
+            open_at(py, store, &path, url)
         })
     }
 
@@ -141,12 +156,7 @@ impl PyArray {
                     }
                     Array::create_from_json(Arc::new(backend), &path, json)
                 })
-                .map_err(|e| match e {
-                    shardwright::Error::AlreadyExists(_) => error(format!(
-                        "an array already exists at '{url}' (use overwrite=True)"
-                    )),
-                    e => crate::errors::to_py(e),
-                })?;
+                .map_err(|e| created_error(e, &url))?;
             Ok(Self {
                 inner,
                 root: None,
@@ -225,19 +235,7 @@ impl PyArray {
     ) -> PyResult<Self> {
         guard(|| {
             let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
-            let inner = py
-                .detach(|| Array::open(store, &path))
-                .map_err(|e| match e.kind() {
-                    shardwright::ErrorKind::NotFound => crate::errors::not_found(format!(
-                        "no Zarr array at '{url}' (no zarr.json there)"
-                    )),
-                    _ => crate::errors::to_py(e),
-                })?;
-            Ok(Self {
-                inner,
-                root: None,
-                url: Some(url),
-            })
+            open_at(py, store, &path, url)
         })
     }
 
@@ -255,12 +253,7 @@ impl PyArray {
             let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
             let inner = py
                 .detach(|| Array::create_from_json(store, &path, json))
-                .map_err(|e| match e {
-                    shardwright::Error::AlreadyExists(_) => error(format!(
-                        "an array already exists at '{url}' (use overwrite=True)"
-                    )),
-                    e => crate::errors::to_py(e),
-                })?;
+                .map_err(|e| created_error(e, &url))?;
             Ok(Self {
                 inner,
                 root: None,

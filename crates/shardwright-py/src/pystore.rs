@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use shardwright::store::{check_key, Store, StoreError, Version};
+use shardwright::store::{check_key, check_range, Store, StoreError, Version};
 
 /// A zarr-python store, as the engine's [`Store`].
 pub(crate) struct PyZarrStore {
@@ -180,14 +180,7 @@ impl Store for PyZarrStore {
         let Some(size) = self.size_unlocked(key)? else {
             return Ok(None);
         };
-        if range.start > range.end || range.end > size {
-            return Err(StoreError::Range {
-                key: key.to_string(),
-                start: range.start,
-                end: range.end,
-                size,
-            });
-        }
+        check_range(key, &range, size)?;
         if range.is_empty() {
             return Ok(Some(Vec::new()));
         }

@@ -360,7 +360,17 @@ pub fn join(prefix: &str, key: &str) -> String {
     }
 }
 
-fn check_range(key: &str, range: &Range<u64>, size: u64) -> Result<(), StoreError> {
+/// Check that `range` lies inside a value of `size` bytes at `key` (for backends).
+///
+/// ```
+/// use shardwright::store::check_range;
+/// assert!(check_range("k", &(2..4), 4).is_ok());
+/// assert!(check_range("k", &(2..5), 4).is_err());
+/// ```
+///
+/// # Errors
+/// [`StoreError::Range`] when it does not.
+pub fn check_range(key: &str, range: &Range<u64>, size: u64) -> Result<(), StoreError> {
     if range.start > range.end || range.end > size {
         return Err(StoreError::Range {
             key: key.to_string(),
