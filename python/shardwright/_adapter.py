@@ -80,7 +80,7 @@ class StoreAdapter:
 
         >>> import zarr
         >>> adapter = StoreAdapter(zarr.storage.MemoryStore())
-        >>> adapter.set_if_absent("k", b"one"), adapter.set_if_absent("k", b"two")
+        >>> adapter.set_if_absent("k", b"one"), adapter.set_if_absent("k", b"three")
         (True, False)
         """
         sync(self._store.set_if_not_exists(key, cpu.Buffer.from_bytes(data)))

@@ -259,6 +259,21 @@ class Array:
         flat = self._core.read(list(region.origin), list(region.shape))
         return flat.view(self._dtype).reshape(region.shape)
 
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The whole array, read (``np.asarray(a)``, ``np.sum(a)``), as zarr-python does.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(4,), dtype="int8", chunks=(2,))
+        >>> a.map_chunks(lambda c: c.index[0] + 1)["puts"]
+        2
+        >>> np.asarray(a).tolist(), int(np.sum(a))
+        ([1, 1, 2, 2], 6)
+        """
+        if copy is False:
+            raise ValueError("reading a shardwright Array always makes a new array (copy=False)")
+        data = self[...]
+        return data if dtype is None else data.astype(dtype, copy=False)
+
     def __getitem__(self, key: Any) -> np.ndarray:
         """Read with numpy basic indexing (integers, slices, Ellipsis): ``a[3, 0:8, :]``.
 
@@ -384,6 +399,20 @@ def _dims(values: Sequence[int], what: str) -> list[int]:
     return dims
 
 
+def _same_number(value: Any, scalar: Any) -> bool:
+    """Whether ``value`` is the number ``scalar`` (an exact integer, or a bool)."""
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError):
+        return False
+    if given.shape != () or given.dtype.kind not in "biuf":
+        return False
+    number = given.item()
+    if isinstance(number, float) and not number.is_integer():
+        return False
+    return int(number) == int(scalar)
+
+
 def _fill_json(value: Any, dtype: np.dtype) -> Any:
     def number(x: float) -> Any:
         if math.isnan(x):
@@ -396,6 +425,10 @@ def _fill_json(value: Any, dtype: np.dtype) -> Any:
         scalar = np.asarray(value, dtype=dtype).item()
     except (OverflowError, ValueError, TypeError) as err:
         raise DTypeError(f"fill value {value!r} is not a {dtype}") from err
+    if dtype.kind in "biu" and not _same_number(value, scalar):
+        # numpy casts 1.5 to 1 and 300 to 44 for uint8 without a word: the array would
+        # say something else than what was asked.
+        raise DTypeError(f"fill value {value!r} is not a {dtype}: it would be stored as {scalar!r}")
     if dtype.kind == "b":
         return bool(scalar)
     if dtype.kind in "iu":
@@ -443,6 +476,17 @@ def create(
     np_dtype = np.dtype(dtype)
     if np_dtype.kind not in "biufc" or np_dtype.hasobject:
         raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
+    if dimension_names is not None:
+        if isinstance(dimension_names, str):
+            raise ShapeError(
+                f"dimension_names must be a sequence of names, one per dimension, got the "
+                f"string {dimension_names!r}"
+            )
+        if len(dimension_names) != len(shape):
+            raise ShapeError(
+                f"dimension_names has {len(dimension_names)} names {tuple(dimension_names)} "
+                f"for a {len(shape)}-dimensional shape {tuple(shape)}"
+            )
     # Check every setting before touching the folder: a refused create (even with
     # overwrite=True) leaves whatever was there as it was.
     json_text = _core.Array.spec_json(

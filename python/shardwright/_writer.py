@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -85,9 +86,12 @@ class ShardWriter(CommitOnExit):
     """Writes the inner chunks of one shard, then stores the shard with one put.
 
     The guarantee: nothing is visible under the shard's key before :meth:`commit` (or the
-    end of a ``with`` block); an exception inside the block stores nothing. ``w[chunk] =
-    data`` copies the data (you may reuse your buffer) and returns at once: encoding runs
-    on Rust threads without the GIL, overlapping your computation of the next chunk. When
+    end of a ``with`` block); an exception inside the block stores nothing. A writer
+    dropped with written data but without :meth:`commit`, :meth:`abort` or a ``with``
+    block stores nothing either, and says so with a ``ResourceWarning`` naming the shard.
+    ``w[chunk] = data`` copies the data (you may reuse your buffer) and returns at once:
+    encoding runs on Rust threads without the GIL, overlapping your computation of the
+    next chunk. When
     the encoders fall behind, the assignment waits (that bounds memory). Encoded chunks are
     streamed as they finish: on a local folder, a megabyte at a time to a hidden temporary
     file next to the shard (removed if the block raises), which the commit completes with
@@ -188,6 +192,24 @@ class ShardWriter(CommitOnExit):
     def abort(self) -> None:
         """Drop everything written; nothing is stored."""
         self._core.abort()
+
+    def __del__(self) -> None:
+        # A writer that holds written data and goes without commit() or a with block
+        # stores nothing: say so, as an unclosed file does.
+        core = getattr(self, "_core", None)
+        try:
+            held = (
+                core is not None and not core.closed and (core.chunks_written or core.staged_memory)
+            )
+        except Exception:  # interpreter shutdown: nothing to say
+            return
+        if held:
+            warnings.warn(
+                f"ShardWriter for shard {self._shard!r} was dropped holding written data "
+                "without commit() or a with block: nothing of it was stored",
+                ResourceWarning,
+                stacklevel=2,
+            )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
