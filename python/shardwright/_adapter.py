@@ -60,8 +60,6 @@ class StoreAdapter:
 
     def size(self, key: str) -> int | None:
         """The size of the value at ``key``, or None if there is none."""
-        if not sync(self._store.exists(key)):
-            return None
         try:
             return int(sync(self._store.getsize(key)))
         except FileNotFoundError:

@@ -81,9 +81,7 @@ def _of_zarr_store(store: Any, path: str) -> Location:
     """The native location of a zarr-python store and a path in it."""
     if getattr(store, "read_only", False):
         # The adapter calls the store's own methods, which refuse writes as it says.
-        from ._adapter import store_name
-
-        return Location(None, f"{store_name(store).rstrip('/')}/{path}", store=store, key=path)
+        return _through_adapter(store, path)
     if type(store).__name__ == "LocalStore":  # zarr.storage.LocalStore (not a wrapper)
         return Location(Path(store.root) / path, None, [])
     inner = getattr(store, "store", None)
@@ -107,9 +105,14 @@ def _of_zarr_store(store: Any, path: str) -> Location:
         url = f"{scheme}://{bucket}/{key}"
         return Location(None, url, _options(config, url))
     # Any other zarr-python store: through the adapter, on the store's own methods.
+    return _through_adapter(store, path)
+
+
+def _through_adapter(store: Any, path: str) -> Location:
+    """The location of ``path`` in a zarr-python ``store`` reached through the adapter."""
     from ._adapter import store_name  # imports zarr (installed: this is a zarr store)
 
-    return Location(None, f"{store_name(store).rstrip('/')}/{path}", [], store=store, key=path)
+    return Location(None, f"{store_name(store).rstrip('/')}/{path}", store=store, key=path)
 
 
 # obstore store classes: (URL scheme, the config key naming the bucket or container)

@@ -290,19 +290,28 @@ def test_transient_error_on_shard_put_is_retried(s3_bucket, s3_proxy, status):
     assert_same(a[...], data)
 
 
-def test_persistent_503_gives_up_and_stores_nothing(s3_bucket, s3_proxy, s3_client):
-    bucket, _ = s3_bucket
-    options, proxy = s3_proxy
+def _put_shard_failing(
+    bucket: str, options: dict[str, str], proxy: s3.FaultProxy, status: int, times: int
+) -> list[tuple[str, int]]:
+    """Write shard (0, 0) whole while the proxy answers its PUT ``status`` ``times``
+    times; check the error names the status, the key and the bucket; return the calls
+    the server saw on the key."""
     a = create(bucket, options)
     key = SHARD_KEYS[0]
     proxy.clear()
-    proxy.fail_next(1000, 503, method="PUT", path_contains="/c/0/0")
+    proxy.fail_next(times, status, method="PUT", path_contains="/c/0/0")
     with pytest.raises(sw.ShardwrightError) as info, a.write_shard((0, 0)) as w:
         for c in w.inner_chunks():
             w[c] = 5
     message = str(info.value)
-    assert "503" in message and key in message and bucket in message, message
-    seen = calls(proxy, bucket, key)
+    assert str(status) in message and key in message and bucket in message, message
+    return calls(proxy, bucket, key)
+
+
+def test_persistent_503_gives_up_and_stores_nothing(s3_bucket, s3_proxy, s3_client):
+    bucket, _ = s3_bucket
+    options, proxy = s3_proxy
+    seen = _put_shard_failing(bucket, options, proxy, 503, 1000)
     assert len(seen) > 2 and set(seen) == {("PUT", 503)}, seen  # retried, then given up
     assert s3.list_keys(s3_client, bucket, f"{PREFIX}/c/") == []
 
@@ -327,16 +336,7 @@ def test_transient_error_on_merge_get_is_retried(s3_bucket, s3_proxy):
 def test_forbidden_put_is_not_retried_and_names_the_key(s3_bucket, s3_proxy, s3_client):
     bucket, _ = s3_bucket
     options, proxy = s3_proxy
-    a = create(bucket, options)
-    key = SHARD_KEYS[0]
-    proxy.clear()
-    proxy.fail_next(10, 403, method="PUT", path_contains="/c/0/0")
-    with pytest.raises(sw.ShardwrightError) as info, a.write_shard((0, 0)) as w:
-        for c in w.inner_chunks():
-            w[c] = 5
-    message = str(info.value)
-    assert "403" in message and key in message and bucket in message, message
-    assert calls(proxy, bucket, key) == [("PUT", 403)]
+    assert _put_shard_failing(bucket, options, proxy, 403, 10) == [("PUT", 403)]
     assert s3.list_keys(s3_client, bucket, f"{PREFIX}/c/") == []
 
 

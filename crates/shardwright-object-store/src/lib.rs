@@ -180,8 +180,8 @@ impl ObjectStoreBackend {
         if prefix.trim_matches('/').is_empty() {
             return Err(StoreError::Config {
                 url: self.url.clone(),
-                message: "deleting everything at the root of a store is refused; give a \
-                          prefix inside it"
+                message: "deleting everything at the root of a bucket (or store) is \
+                          refused; delete it yourself, or give a prefix inside it"
                     .into(),
             });
         }

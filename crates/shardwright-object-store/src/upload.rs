@@ -22,10 +22,10 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use object_store::path::Path;
-use object_store::{ObjectStore, PutMultipartOptions, PutOptions, WriteMultipart};
+use object_store::{ObjectStore, PutMultipartOptions, PutOptions, PutPayload, WriteMultipart};
 use shardwright::store::{StoreError, Upload, Version};
 
-use crate::{block_on, describe, payload};
+use crate::{block_on, describe};
 
 /// The size of each part but the last.
 pub const PART_BYTES: usize = 8 << 20;
@@ -265,8 +265,8 @@ impl Upload for MultipartShardUpload {
         let pending = std::mem::take(&mut self.pending);
         match std::mem::replace(&mut self.state, State::Failed) {
             State::Buffering => {
-                // Shorter than one part: one plain put.
-                let data = payload(&[&pending]);
+                // Shorter than one part: one plain put (of the buffer itself, not a copy).
+                let data = PutPayload::from(bytes::Bytes::from(pending));
                 let (inner, location) = (self.inner.clone(), self.location.clone());
                 let put = block_on(async move {
                     inner.put_opts(&location, data, PutOptions::default()).await

@@ -7,7 +7,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use shardwright::layout::{ArraySpec, Compressor, IndexLocation};
-use shardwright::store::{Store, StoreError};
+use shardwright::store::Store;
 use shardwright::{Array, Domain, FilesystemStore, Transaction, TransactionOptions, WriterOptions};
 use shardwright_object_store::ObjectStoreBackend;
 
@@ -56,15 +56,14 @@ fn created_error(err: shardwright::Error, url: &str) -> PyErr {
 }
 
 /// The object store of `url` and the array's path in it.
-fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(Arc<dyn Store>, String)> {
+fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(ObjectStoreBackend, String)> {
     let pairs: Vec<(&str, &str)> = options
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let (store, path) = ObjectStoreBackend::from_url(url, &pairs)
+    ObjectStoreBackend::from_url(url, &pairs)
         .map_err(shardwright::Error::from)
-        .py()?;
-    Ok((Arc::new(store), path))
+        .py()
 }
 
 fn domain(origin: Vec<u64>, shape: Vec<u64>) -> PyResult<Domain> {
@@ -117,7 +116,7 @@ impl PyArray {
     fn open_url(py: Python<'_>, url: String, options: Vec<(String, String)>) -> PyResult<Self> {
         guard(|| {
             let (store, path) = object_store(&url, &options)?;
-            open_at(py, store, &path, url)
+            open_at(py, Arc::new(store), &path, url)
         })
     }
 
@@ -133,25 +132,11 @@ impl PyArray {
         overwrite: bool,
     ) -> PyResult<Self> {
         guard(|| {
-            let pairs: Vec<(&str, &str)> = options
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let (backend, path) = ObjectStoreBackend::from_url(&url, &pairs)
-                .map_err(shardwright::Error::from)
-                .py()?;
+            let (backend, path) = object_store(&url, &options)?;
             let inner = py
                 .detach(|| {
-                    if overwrite && path.is_empty() {
-                        return Err(shardwright::Error::from(StoreError::Config {
-                            url: url.clone(),
-                            message: "overwrite=True at the root of a bucket would delete \
-                                      every object in it; delete them yourself, or give \
-                                      the array a path inside the bucket"
-                                .into(),
-                        }));
-                    }
                     if overwrite {
+                        // refuses the root of a bucket (it would empty the bucket)
                         backend.delete_prefix(&path)?;
                     }
                     Array::create_from_json(Arc::new(backend), &path, json)

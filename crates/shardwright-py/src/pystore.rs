@@ -67,12 +67,7 @@ impl PyZarrStore {
         expected: Option<&Version>,
         writes: u64,
     ) -> Result<bool, StoreError> {
-        let exists = self.call(
-            key,
-            "exists",
-            |py| pyo3::types::PyTuple::new(py, [key]),
-            |value| value.extract::<bool>(),
-        )?;
+        let exists = self.call_on_key(key, "exists", |value| value.extract::<bool>())?;
         Ok(match expected {
             None => !exists,
             Some(version) => exists && version.tag() == writes.to_string(),
@@ -80,34 +75,34 @@ impl PyZarrStore {
     }
 
     fn size_unlocked(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        self.call(
-            key,
-            "size",
-            |py| pyo3::types::PyTuple::new(py, [key]),
-            |value| value.extract::<Option<u64>>(),
-        )
+        self.call_on_key(key, "size", |value| value.extract::<Option<u64>>())
     }
 
     fn get_unlocked(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.call(
-            key,
-            "get",
-            |py| pyo3::types::PyTuple::new(py, [key]),
-            Self::bytes_or_none,
-        )
+        self.call_on_key(key, "get", Self::bytes_or_none)
     }
 
     fn delete_unlocked(&self, key: &str) -> Result<(), StoreError> {
-        self.call(
-            key,
-            "delete",
-            |py| pyo3::types::PyTuple::new(py, [key]),
-            |_| Ok(()),
-        )
+        self.call_on_key(key, "delete", |_| Ok(()))
     }
 
     fn fail(&self, key: &str, err: &PyErr) -> StoreError {
         StoreError::io(key, format!("{}: {err}", self.name))
+    }
+
+    /// Call `method(key)` on the adapter and convert the result with `convert`.
+    fn call_on_key<T>(
+        &self,
+        key: &str,
+        method: &str,
+        convert: impl for<'py> FnOnce(Bound<'py, PyAny>) -> PyResult<T>,
+    ) -> Result<T, StoreError> {
+        self.call(
+            key,
+            method,
+            |py| pyo3::types::PyTuple::new(py, [key]),
+            convert,
+        )
     }
 
     /// Call `method(*args)` on the adapter and convert the result with `convert`.
