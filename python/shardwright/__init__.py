@@ -30,6 +30,7 @@ from ._errors import (
     TransactionTooLarge,
     UnsupportedError,
 )
+from ._pyramid import Levels, copy, pyramid
 from ._txn import Transaction
 from ._writer import ShardWriter
 
@@ -67,6 +68,7 @@ __all__ = [
     "CorruptShardError",
     "DTypeError",
     "Domain",
+    "Levels",
     "NotDurableError",
     "OutOfMemoryError",
     "ShapeError",
@@ -76,8 +78,10 @@ __all__ = [
     "TransactionTooLarge",
     "UnsupportedError",
     "__version__",
+    "copy",
     "create",
     "encoder_threads",
     "open",
+    "pyramid",
     "set_encoder_threads",
 ]

@@ -149,3 +149,46 @@ class Transaction:
     def absorb(self, writer: ShardWriter) -> None: ...
     def commit(self) -> dict[str, int]: ...
     def abort(self) -> None: ...
+
+class Source:
+    """What a pyramid or copy reads: an array opened natively, or any sliceable object."""
+
+    @staticmethod
+    def open_path(root: str | PathLike[str]) -> Source: ...
+    @staticmethod
+    def open_url(url: str, options: list[tuple[str, str]]) -> Source: ...
+    @staticmethod
+    def open_adapter(adapter: Any, path: str, url: str) -> Source: ...
+    @staticmethod
+    def of_array(array: Array) -> Source: ...
+    @staticmethod
+    def of_object(object: Any, shape: list[int], dtype: str) -> Source: ...
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def dtype(self) -> str: ...
+
+def build(
+    source: Source,
+    kind: str,
+    root: str | None,
+    url: str | None,
+    options: list[tuple[str, str]],
+    adapter: Any | None,
+    path: str,
+    factors: list[int],
+    levels: int | None,
+    method: str,
+    chunks: list[list[int]] | None,
+    shards: list[list[int]] | None,
+    compressor: str,
+    compression_level: int | None,
+    axes: list[str] | None,
+    units: list[str | None] | None,
+    name: str | None,
+    resume: bool,
+    overwrite: bool,
+    progress: Any | None,
+) -> tuple[list[Array], dict[str, Any]]:
+    """Build a pyramid (``kind="pyramid"``) or a copy of ``source``; returns the written
+    arrays and the build's report."""

@@ -1,62 +1,234 @@
-//! `shardwright info PATH`: describe an array.
+//! `shardwright info PATH`: describe an array (Zarr v3 or v2) or an OME-Zarr image (every
+//! level).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use shardwright::{Array, FilesystemStore, Store};
+use serde_json::Value;
+use shardwright::format::shard;
+use shardwright::store::join;
+use shardwright::Array;
+
+use crate::location::{self, Location};
+
+type Failure = Box<dyn std::error::Error>;
+
+const MIB: f64 = (1 << 20) as f64;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The array's folder (holding zarr.json).
-    path: PathBuf,
+    /// The array's or image's folder (holding zarr.json or .zarray), or an object-store URL.
+    path: String,
+    /// An object-store option, KEY=VALUE (repeat for several).
+    #[arg(long = "storage-option")]
+    storage_options: Vec<String>,
 }
 
-pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let store = Arc::new(FilesystemStore::new(&args.path));
-    let array = Array::open(store.clone(), "")?;
+pub(crate) fn run(args: &Args) -> Result<(), Failure> {
+    let options = location::options(&args.storage_options)?;
+    let location = Location::parse(&args.path, &options)?;
+    let metadata = location
+        .store
+        .get(&join(&location.path, "zarr.json"))?
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    if let Some(group) = metadata.as_ref().filter(|m| m["node_type"] == "group") {
+        return describe_group(&location, group, &options);
+    }
+    println!("path:          {}", args.path);
+    describe_array(&location, &options)
+}
+
+fn describe_group(
+    location: &Location,
+    group: &Value,
+    options: &[(String, String)],
+) -> Result<(), Failure> {
+    let ome = &group["attributes"]["ome"];
+    let Some(multiscale) = ome["multiscales"].get(0) else {
+        println!(
+            "path:          {} (a Zarr group, not an OME-Zarr image)",
+            location.text
+        );
+        return Ok(());
+    };
+    let axes: Vec<String> = multiscale["axes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let datasets = multiscale["datasets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    println!(
+        "image:         {} (OME-Zarr {}, '{}'), axes {:?}, {} levels",
+        location.text,
+        ome["version"].as_str().unwrap_or("?"),
+        multiscale["name"].as_str().unwrap_or(""),
+        axes,
+        datasets.len()
+    );
+    for dataset in datasets {
+        let path = dataset["path"].as_str().unwrap_or("?");
+        let scale = &dataset["coordinateTransformations"][0]["scale"];
+        println!("\nlevel {path} (scale {scale}):");
+        let text = format!("{}/{path}", location.text.trim_end_matches('/'));
+        describe_array(&Location::parse(&text, options)?, options)?;
+    }
+    Ok(())
+}
+
+fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(), Failure> {
+    let array = match Array::open(Arc::clone(&location.store), &location.path) {
+        Ok(array) => array,
+        Err(e) if location.folder.is_some() => return describe_other(location, options, &e),
+        Err(e) => return Err(e.into()),
+    };
     let layout = array.layout();
-    println!("path:          {}", args.path.display());
     println!("shape:         {:?}", layout.shape());
     println!(
-        "data type:     {} (fill value bytes {:?})",
+        "data type:     {} (fill value {})",
         layout.data_type_name(),
-        layout.fill_value_bytes()
+        layout.metadata().fill_value
     );
-    match layout.index() {
-        Some(index) => {
-            println!(
-                "shards:        {:?} ({} of them)",
-                layout.shard_shape(),
-                array.shard_grid().len()
-            );
-            println!(
-                "inner chunks:  {:?} ({} per shard)",
-                layout.chunk_shape(),
-                layout.slots_per_shard()
-            );
-            println!(
-                "index:         at the {:?}, {} bytes",
-                index.location(),
-                index.encoded_size()
-            );
-        }
-        None => println!("chunks:        {:?} (not sharded)", layout.chunk_shape()),
+    if let Some(names) = &layout.metadata().dimension_names {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| n.clone().unwrap_or_default())
+            .collect();
+        println!("dimensions:    {names:?}");
     }
     let codecs = serde_json::to_string(&layout.metadata().codecs)?;
-    println!("codecs:        {codecs}");
-    let mut stored = 0u64;
-    let mut bytes = 0u64;
-    for shard in array.shards() {
-        let index = shard.index().expect("grid cells carry their index");
-        if let Some(size) = store.size(&array.shard_key(index))? {
-            stored += 1;
-            bytes += size;
+    let Some(index) = layout.index() else {
+        println!("chunks:        {:?} (not sharded)", layout.chunk_shape());
+        println!("codecs:        {codecs}");
+        let (mut stored, mut bytes) = (0u64, 0u64);
+        for chunk in array.shards() {
+            if let Some(size) = array
+                .store()
+                .size(&array.shard_key(chunk.index().expect("indexed")))?
+            {
+                stored += 1;
+                bytes += size;
+            }
         }
-    }
+        println!(
+            "stored:        {stored} of {} chunks, {:.1} MiB; {} empty (the fill value)",
+            array.shard_grid().len(),
+            bytes as f64 / MIB,
+            array.shard_grid().len() - stored
+        );
+        return Ok(());
+    };
     println!(
-        "stored:        {stored} of {} shards, {:.1} MiB",
+        "shards:        {:?} ({} of them)",
+        layout.shard_shape(),
+        array.shard_grid().len()
+    );
+    println!(
+        "inner chunks:  {:?} ({} per shard, {} in all)",
+        layout.chunk_shape(),
+        layout.slots_per_shard(),
+        array.chunk_grid().len()
+    );
+    println!(
+        "index:         at the {:?}, {} bytes",
+        index.location(),
+        index.encoded_size()
+    );
+    println!("codecs:        {codecs}");
+    let (mut stored, mut bytes, mut chunks_stored) = (0u64, 0u64, 0u64);
+    for shard_domain in array.shards() {
+        let key = array.shard_key(shard_domain.index().expect("indexed"));
+        let Some(size) = array.store().size(&key)? else {
+            continue;
+        };
+        stored += 1;
+        bytes += size;
+        let size_of_index = index.encoded_size();
+        let range = match index.location() {
+            shardwright::IndexLocation::Start => 0..size_of_index,
+            shardwright::IndexLocation::End => size.saturating_sub(size_of_index)..size,
+        };
+        let Some(index_bytes) = array.store().get_range(&key, range)? else {
+            continue;
+        };
+        let ranges = shard::split_index(layout, &index_bytes, size)?;
+        chunks_stored += ranges.iter().filter(|r| r.is_some()).count() as u64;
+    }
+    let total = array.chunk_grid().len();
+    println!(
+        "stored:        {stored} of {} shards, {:.1} MiB; inner chunks: {chunks_stored} of \
+         {total} stored, {} empty (the fill value)",
         array.shard_grid().len(),
-        bytes as f64 / (1 << 20) as f64
+        bytes as f64 / MIB,
+        total - chunks_stored
     );
     Ok(())
+}
+
+/// An array shardwright does not write (Zarr v2, other codecs): what zarrs reads of it.
+fn describe_other(
+    location: &Location,
+    options: &[(String, String)],
+    why: &shardwright::Error,
+) -> Result<(), Failure> {
+    let source = location::open_source(&location.text, options)
+        .map_err(|e| format!("{e} (and shardwright's own reader said: {why})"))?;
+    let folder = location.folder.as_ref().expect("a local folder");
+    let (format, metadata) = if folder.join(".zarray").exists() {
+        ("Zarr v2", std::fs::read(folder.join(".zarray"))?)
+    } else {
+        ("Zarr v3", std::fs::read(folder.join("zarr.json"))?)
+    };
+    let json: Value = serde_json::from_slice(&metadata)?;
+    println!("format:        {format} (readable; shardwright writes it with `shardwright copy`)");
+    println!("shape:         {:?}", source.shape());
+    println!("data type:     {}", source.data_type());
+    let chunks = if format == "Zarr v2" {
+        json["chunks"].clone()
+    } else {
+        json["chunk_grid"]["configuration"]["chunk_shape"].clone()
+    };
+    println!("chunks:        {chunks}");
+    let codecs = if format == "Zarr v2" {
+        serde_json::json!({ "compressor": json["compressor"], "filters": json["filters"] })
+    } else {
+        json["codecs"].clone()
+    };
+    println!("codecs:        {codecs}");
+    let total: u64 = source
+        .shape()
+        .iter()
+        .zip(chunks.as_array().into_iter().flatten())
+        .map(|(n, c)| n.div_ceil(c.as_u64().unwrap_or(1).max(1)))
+        .product();
+    let stored = count_files(folder)?;
+    println!(
+        "stored:        {stored} of {total} chunks; {} empty (the fill value)",
+        total.saturating_sub(stored)
+    );
+    Ok(())
+}
+
+/// The chunk files under `folder`: every file but the metadata (names starting with '.',
+/// `zarr.json`).
+fn count_files(folder: &std::path::Path) -> Result<u64, Failure> {
+    let mut count = 0;
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "zarr.json" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            count += count_files(&entry.path())?;
+        } else {
+            count += 1;
+        }
+    }
+    Ok(count)
 }

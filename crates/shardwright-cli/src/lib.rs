@@ -1,16 +1,21 @@
 //! `shardwright`: the command-line tool, as a library so that the binary (`src/main.rs`)
 //! and the Python package's console script (through the extension) run the same code.
 //!
-//! - `shardwright demo` writes a sharded array chunk by chunk from a built-in example and
-//!   verifies it;
-//! - `shardwright info PATH` describes an array;
+//! - `shardwright demo` runs the main job on a built-in example: a synthetic TCZYX volume
+//!   written sharded, its pyramid built in one pass, every level verified;
+//! - `shardwright info PATH` describes an array or an OME-Zarr image;
+//! - `shardwright pyramid SRC DST --factors …` builds a multiscale OME-Zarr 0.5 pyramid;
+//! - `shardwright copy SRC DST` re-chunks and re-shards any Zarr v2/v3 array;
 //! - `shardwright bench` measures chunk-by-chunk writing against the compressor alone.
 
 mod bench;
+mod build;
 mod data;
 mod demo;
 mod info;
+mod location;
 mod memory;
+mod progress;
 
 use std::ffi::OsString;
 
@@ -29,10 +34,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write a sharded uint16 array chunk by chunk from a built-in example, then verify it.
+    /// The main job on a built-in example: write a synthetic TCZYX volume sharded, build
+    /// its pyramid in one pass, verify every level against an independent reference.
     Demo(demo::Args),
-    /// Describe the array at PATH: shape, data type, grids, codecs, shards stored.
+    /// Describe the array or OME-Zarr image at PATH: shape, data type, grids, codecs,
+    /// shards stored and empty inner chunks (every level of an image).
     Info(info::Args),
+    /// Build a multiscale OME-Zarr 0.5 pyramid of SRC at DST in one pass over SRC.
+    Pyramid(build::PyramidArgs),
+    /// Re-chunk and re-shard any Zarr v2/v3 array SRC into a sharded Zarr v3 array DST.
+    Copy(build::CopyArgs),
     /// Benchmark chunk-by-chunk writing against compressing the same chunks alone.
     Bench(bench::Args),
 }
@@ -61,6 +72,8 @@ where
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Info(args) => info::run(&args),
+        Command::Pyramid(args) => build::pyramid(&args),
+        Command::Copy(args) => build::copy(&args),
         Command::Bench(args) => bench::run(&args),
     };
     match result {

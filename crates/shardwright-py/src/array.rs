@@ -28,6 +28,26 @@ pub(crate) struct PyArray {
     url: Option<String>,
 }
 
+impl PyArray {
+    /// An array in the local folder `root`.
+    pub(crate) fn local(inner: Array, root: PathBuf) -> Self {
+        Self {
+            inner,
+            root: Some(root),
+            url: None,
+        }
+    }
+
+    /// An array in a store named by `url`.
+    pub(crate) fn remote(inner: Array, url: String) -> Self {
+        Self {
+            inner,
+            root: None,
+            url: Some(url),
+        }
+    }
+}
+
 /// Open the array at `path` in `store`, named `url` in messages and `Array.url`.
 fn open_at(py: Python<'_>, store: Arc<dyn Store>, path: &str, url: String) -> PyResult<PyArray> {
     let inner = py

@@ -8,6 +8,7 @@
 mod array;
 mod errors;
 mod grid;
+mod pyramid;
 mod pystore;
 mod txn;
 mod writer;
@@ -22,6 +23,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::PyPendingCommit>()?;
     m.add_class::<grid::PyGridIter>()?;
     m.add_class::<txn::PyTransaction>()?;
+    m.add_class::<pyramid::PySource>()?;
+    m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;

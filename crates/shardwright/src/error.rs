@@ -4,6 +4,7 @@ use crate::buffer::AllocError;
 use crate::domain::{Domain, DomainError};
 use crate::format::FormatError;
 use crate::layout::LayoutError;
+use crate::pyramid::{DownsampleError, PyramidError};
 use crate::store::StoreError;
 
 /// Every error shardwright returns. Lower layers have their own enums; this wraps them.
@@ -31,6 +32,9 @@ pub enum Error {
     /// A buffer larger than the memory available was needed (e.g. to read a huge region).
     #[error(transparent)]
     OutOfMemory(#[from] AllocError),
+    /// A pyramid or copy whose settings do not fit its source, or whose source failed.
+    #[error(transparent)]
+    Pyramid(#[from] PyramidError),
     /// No `zarr.json` where an array was expected.
     #[error("no Zarr array at '{0}' (no zarr.json there)")]
     NotFound(String),
@@ -121,6 +125,17 @@ impl Error {
                 ErrorKind::Conflict
             }
             Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::Pyramid(
+                PyramidError::Invalid(_)
+                | PyramidError::Downsample(
+                    DownsampleError::UnknownMethod { .. }
+                    | DownsampleError::Factors { .. }
+                    | DownsampleError::InputLength { .. },
+                ),
+            ) => ErrorKind::Shape,
+            Error::Pyramid(PyramidError::Downsample(DownsampleError::UnsupportedDataType {
+                ..
+            })) => ErrorKind::Unsupported,
             Error::OutOfMemory(_) => ErrorKind::OutOfMemory,
             Error::Store(StoreError::NotDurable { .. }) => ErrorKind::NotDurable,
             Error::Store(StoreError::Config { .. }) => ErrorKind::Unsupported,

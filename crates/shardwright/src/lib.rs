@@ -47,6 +47,7 @@ pub mod domain;
 mod error;
 pub mod format;
 pub mod layout;
+pub mod pyramid;
 pub mod read;
 pub mod store;
 pub mod txn;

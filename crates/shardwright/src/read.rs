@@ -12,6 +12,9 @@ use crate::format::{chunk, shard};
 use crate::layout::Layout;
 use crate::store::{join, Store};
 
+/// A stored part of a region: its domain and its raw elements.
+type Piece = (Domain, Vec<u8>);
+
 /// Read `region` of the array laid out as `layout`, whose folder in `store` is `path`, as
 /// raw elements (C order, native endian). The result buffer is allocated fallibly: a region
 /// larger than memory is an [`Error::OutOfMemory`](crate::Error::OutOfMemory) naming its
@@ -53,7 +56,7 @@ pub fn read_region(
             .map(|s| read_in_shard(store, layout, path, s, region))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
-            .flatten()
+            .flat_map(|(pieces, _)| pieces)
             .collect();
         for (piece, bytes) in pieces {
             let at = piece.relative_to(region).expect("piece inside region");
@@ -74,19 +77,19 @@ pub fn read_region(
 }
 
 /// The pieces of `region` inside `shard_domain` that are stored, one per stored inner
-/// chunk met (the rest of the result keeps the fill value).
+/// chunk met (the rest of the result keeps the fill value), and the bytes fetched.
 fn read_in_shard(
     store: &dyn Store,
     layout: &Layout,
     path: &str,
     shard_domain: &Domain,
     region: &Domain,
-) -> Result<Vec<(Domain, Vec<u8>)>> {
+) -> Result<(Vec<Piece>, u64)> {
     let elem = layout.element_size();
     let index = shard_domain.index().expect("grid cells carry their index");
     let key = join(path, &layout.shard_key(index));
     let Some(stored) = store.get(&key)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     };
     let ranges = if layout.is_sharded() {
         shard::split(layout, &stored).map_err(|e| e.in_shard(&key))?
@@ -119,5 +122,233 @@ fn read_in_shard(
         );
         pieces.push((piece, bytes));
     }
+    Ok((pieces, stored.len() as u64))
+}
+
+/// Read `region` as [`read_region`] does, fetching from each shard only what the region
+/// needs: a shard the region covers less than half of is read as its index (one ranged
+/// get at its start or end) plus one ranged get per inner chunk met; other shards with
+/// one get. Returns the elements and the encoded bytes fetched. Shards are read one after
+/// another, so memory holds the result plus one shard's pieces.
+///
+/// ```
+/// use std::sync::Arc;
+/// use shardwright::{domain::Domain, layout::ArraySpec, store::{InstrumentedStore, MemoryStore, Store}, Array};
+/// let store = Arc::new(InstrumentedStore::new(Arc::new(MemoryStore::new())));
+/// let spec = ArraySpec::new(vec![8], "uint8", vec![2]).shards(vec![8]);
+/// let array = Array::create(store.clone(), "a", &spec).unwrap();
+/// let writer = array.shard_writer(&array.shard(&[0]).unwrap()).unwrap();
+/// writer.write_region(&array.bounds(), &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+/// writer.commit().unwrap();
+/// let (bytes, fetched) = shardwright::read::read_region_ranged(store.as_ref(), array.layout(), "a", &Domain::new(vec![2], vec![2])).unwrap();
+/// assert_eq!(bytes, vec![3, 4]);
+/// let whole = store.size("a/c/0").unwrap().unwrap();
+/// assert!(fetched < whole); // the index and one chunk, not the whole shard
+/// ```
+///
+/// # Errors
+/// As [`read_region`].
+pub fn read_region_ranged(
+    store: &dyn Store,
+    layout: &Layout,
+    path: &str,
+    region: &Domain,
+) -> Result<(Vec<u8>, u64)> {
+    read_region_cached(store, layout, path, region, &IndexCache::new(0))
+}
+
+/// The byte ranges of the inner chunks of the last few shards read (their indexes), so
+/// that reading a shard region by region fetches its index once: for sources that do not
+/// change while they are read.
+///
+/// ```
+/// let cache = shardwright::read::IndexCache::new(16);
+/// assert_eq!(cache.capacity(), 16);
+/// ```
+#[derive(Debug, Default)]
+pub struct IndexCache {
+    capacity: usize,
+    entries: std::sync::Mutex<std::collections::VecDeque<(String, ChunkRanges)>>,
+}
+
+type ChunkRanges = std::sync::Arc<Vec<Option<std::ops::Range<u64>>>>;
+
+impl IndexCache {
+    /// A cache of the indexes of `capacity` shards (0: none kept).
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: std::sync::Mutex::default(),
+        }
+    }
+
+    /// How many shards' indexes it keeps.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<(String, ChunkRanges)>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, key: &str) -> Option<ChunkRanges> {
+        self.lock()
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, r)| std::sync::Arc::clone(r))
+    }
+
+    fn put(&self, key: &str, ranges: ChunkRanges) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut entries = self.lock();
+        if entries.len() >= self.capacity {
+            entries.pop_front();
+        }
+        entries.push_back((key.to_string(), ranges));
+    }
+}
+
+/// [`read_region_ranged`], keeping the shard indexes it reads in `cache`.
+///
+/// # Errors
+/// As [`read_region`].
+pub fn read_region_cached(
+    store: &dyn Store,
+    layout: &Layout,
+    path: &str,
+    region: &Domain,
+    cache: &IndexCache,
+) -> Result<(Vec<u8>, u64)> {
+    region.check_inside(&layout.bounds())?;
+    let elem = layout.element_size();
+    let mut out = buffer::filled(region.size(), layout.fill_value_bytes())?;
+    let mut fetched = 0;
+    for shard_domain in layout.shard_grid().cells_meeting(region) {
+        let within = shard_domain.intersect(region).expect("shard meets region");
+        let pieces = if layout.is_sharded() && 2 * within.size() < shard_domain.size() {
+            ranged_pieces(
+                store,
+                layout,
+                path,
+                &shard_domain,
+                &within,
+                cache,
+                &mut fetched,
+            )?
+        } else {
+            let (pieces, stored) = read_in_shard(store, layout, path, &shard_domain, region)?;
+            fetched += stored;
+            pieces
+        };
+        for (piece, bytes) in pieces {
+            let at = piece.relative_to(region).expect("piece inside region");
+            let zero = vec![0; piece.ndim()];
+            copy_block(
+                &bytes,
+                piece.shape(),
+                &zero,
+                &mut out,
+                region.shape(),
+                at.origin(),
+                piece.shape(),
+                elem,
+            );
+        }
+    }
+    Ok((out, fetched))
+}
+
+/// The stored pieces of `within` (a part of the shard `shard_domain`), fetched with ranged
+/// gets: the index, then each inner chunk met.
+fn ranged_pieces(
+    store: &dyn Store,
+    layout: &Layout,
+    path: &str,
+    shard_domain: &Domain,
+    within: &Domain,
+    cache: &IndexCache,
+    fetched: &mut u64,
+) -> Result<Vec<Piece>> {
+    let index = shard_domain.index().expect("grid cells carry their index");
+    let key = join(path, &layout.shard_key(index));
+    let ranges = match cache.get(&key) {
+        Some(ranges) => ranges,
+        None => {
+            let Some(ranges) = read_index(store, layout, &key, fetched)? else {
+                return Ok(Vec::new());
+            };
+            let ranges = std::sync::Arc::new(ranges);
+            cache.put(&key, std::sync::Arc::clone(&ranges));
+            ranges
+        }
+    };
+    let elem = layout.element_size();
+    let mut pieces = Vec::new();
+    for chunk_domain in layout.chunk_grid().cells_meeting(within) {
+        let chunk_index = chunk_domain.index().expect("grid cells carry their index");
+        let Some(range) = ranges[layout.slot_in_shard(chunk_index)].clone() else {
+            continue;
+        };
+        let Some(encoded) = store.get_range(&key, range)? else {
+            continue;
+        };
+        *fetched += encoded.len() as u64;
+        let piece = chunk_domain.intersect(within).expect("chunk meets region");
+        let raw = chunk::decode(layout, &encoded).map_err(|e| e.in_shard(&key))?;
+        let at = piece
+            .relative_to(&chunk_domain)
+            .expect("piece inside chunk");
+        let mut bytes = buffer::zeroed(buffer::size_of(piece.size(), elem)?)?;
+        copy_block(
+            &raw,
+            layout.chunk_shape(),
+            at.origin(),
+            &mut bytes,
+            piece.shape(),
+            &vec![0; piece.ndim()],
+            piece.shape(),
+            elem,
+        );
+        pieces.push((piece, bytes));
+    }
     Ok(pieces)
+}
+
+/// The chunk ranges of the shard at `key` from its index (a size and a ranged get), or
+/// `None` if there is no shard.
+fn read_index(
+    store: &dyn Store,
+    layout: &Layout,
+    key: &str,
+    fetched: &mut u64,
+) -> Result<Option<Vec<Option<std::ops::Range<u64>>>>> {
+    let spec = layout.index().expect("a sharded layout");
+    let Some(len) = store.size(key)? else {
+        return Ok(None);
+    };
+    let size = spec.encoded_size();
+    if len < size {
+        return Err(crate::format::FormatError::Corrupt(format!(
+            "shard of {len} bytes is shorter than its {size}-byte index"
+        ))
+        .in_shard(key)
+        .into());
+    }
+    let index_range = match spec.location() {
+        crate::layout::IndexLocation::Start => 0..size,
+        crate::layout::IndexLocation::End => len - size..len,
+    };
+    // a shard deleted between the size and the get: read as missing
+    let Some(index_bytes) = store.get_range(key, index_range)? else {
+        return Ok(None);
+    };
+    *fetched += index_bytes.len() as u64;
+    let ranges = shard::split_index(layout, &index_bytes, len).map_err(|e| e.in_shard(key))?;
+    Ok(Some(ranges))
 }

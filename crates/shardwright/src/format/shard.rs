@@ -106,6 +106,42 @@ pub fn split(layout: &Layout, shard: &[u8]) -> Result<Vec<Option<Range<usize>>>,
         IndexLocation::Start => (&shard[..size], size..shard.len()),
         IndexLocation::End => (&shard[shard.len() - size..], 0..shard.len() - size),
     };
+    let ranges = split_index(layout, index_bytes, shard.len() as u64)?;
+    debug_assert!(ranges
+        .iter()
+        .flatten()
+        .all(|r| r.start >= data.start as u64 && r.end <= data.end as u64));
+    Ok(ranges
+        .into_iter()
+        .map(|r| r.map(|r| r.start as usize..r.end as usize))
+        .collect())
+}
+
+/// The byte range of each inner chunk in a stored shard of `shard_len` bytes, from its
+/// encoded index alone (read with a ranged get: the first or last bytes of the shard), so
+/// a reader can fetch only the chunks it needs.
+///
+/// # Errors
+/// As [`split`].
+///
+/// # Panics
+/// Panics if the layout is not sharded.
+pub fn split_index(
+    layout: &Layout,
+    index_bytes: &[u8],
+    shard_len: u64,
+) -> Result<Vec<Option<Range<u64>>>, FormatError> {
+    let spec = layout.index().expect("split needs a sharded layout");
+    let size = spec.encoded_size();
+    if shard_len < size {
+        return Err(FormatError::Corrupt(format!(
+            "shard of {shard_len} bytes is shorter than its {size}-byte index"
+        )));
+    }
+    let data = match spec.location() {
+        IndexLocation::Start => size..shard_len,
+        IndexLocation::End => 0..shard_len - size,
+    };
     let entries = index::decode(layout, index_bytes)?;
     entries
         .into_iter()
@@ -115,11 +151,8 @@ pub fn split(layout: &Layout, shard: &[u8]) -> Result<Vec<Option<Range<usize>>>,
                 return Ok(None);
             }
             let (offset, nbytes) = entry;
-            let end = offset.checked_add(nbytes);
-            match end {
-                Some(end) if offset >= data.start as u64 && end <= data.end as u64 => {
-                    Ok(Some(offset as usize..end as usize))
-                }
+            match offset.checked_add(nbytes) {
+                Some(end) if offset >= data.start && end <= data.end => Ok(Some(offset..end)),
                 _ => Err(FormatError::Corrupt(format!(
                     "index entry {slot} ({offset}, {nbytes}) points outside the shard's data \
                      (bytes {}..{})",

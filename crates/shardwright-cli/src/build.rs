@@ -1,0 +1,186 @@
+//! `shardwright pyramid SRC DST` and `shardwright copy SRC DST`: one pass over the source,
+//! every level (or the one copy) written shard by shard.
+
+use shardwright::pyramid::build::{self, BuildOptions, Report};
+use shardwright::pyramid::plan::PlanRequest;
+use shardwright::pyramid::Method;
+use shardwright::Compressor;
+
+use crate::location::{self, Location};
+use crate::progress::Shown;
+
+type Failure = Box<dyn std::error::Error>;
+
+/// What `pyramid` and `copy` share.
+#[derive(clap::Args)]
+pub(crate) struct Common {
+    /// The source: a Zarr v2 or v3 array (a folder or an object-store URL).
+    src: String,
+    /// The destination (a folder or an object-store URL).
+    dst: String,
+    /// Inner chunk shape, e.g. 1,1,32,128,128 (default: 64 along z, y, x for 3-d images,
+    /// 256 along y, x for 2-d ones, 1 along the other axes); one shape per level separated
+    /// by ';' for a pyramid.
+    #[arg(long)]
+    chunks: Option<String>,
+    /// Shard shape (default: 4 inner chunks along each of z, y, x); as --chunks.
+    #[arg(long)]
+    shards: Option<String>,
+    /// The inner chunks' compressor: zstd, blosc, gzip or none.
+    #[arg(long, default_value = "zstd")]
+    compressor: String,
+    /// The compressor's level (default: zstd 3, blosc 5, gzip 6).
+    #[arg(long)]
+    compression_level: Option<i32>,
+    /// Axis names, e.g. t,c,z,y,x (default: the last ndim of t, c, z, y, x).
+    #[arg(long)]
+    axes: Option<String>,
+    /// Continue a job that stopped: keep the shards already stored, write the others.
+    #[arg(long)]
+    resume: bool,
+    /// Delete whatever is at the destination first.
+    #[arg(long, conflicts_with = "resume")]
+    overwrite: bool,
+    /// An object-store option, KEY=VALUE (repeat for several), for both source and
+    /// destination URLs (e.g. aws_region=eu-west-1).
+    #[arg(long = "storage-option")]
+    storage_options: Vec<String>,
+    /// No progress output (the summary is still printed).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct PyramidArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Downsampling factor per axis, e.g. 1,1,2,2,2.
+    #[arg(long, required = true)]
+    factors: String,
+    /// Levels, level 0 included (default: while they shrink).
+    #[arg(long)]
+    levels: Option<usize>,
+    /// mean, min, max, mode, median or stride.
+    #[arg(long, default_value = "mean")]
+    method: String,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct CopyArgs {
+    #[command(flatten)]
+    common: Common,
+}
+
+fn numbers(text: &str, what: &str) -> Result<Vec<u64>, Failure> {
+    text.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("--{what} '{text}': expected integers separated by ','"))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+fn shapes(text: &Option<String>, what: &str) -> Result<Option<Vec<Vec<u64>>>, Failure> {
+    text.as_ref()
+        .map(|t| t.split(';').map(|s| numbers(s, what)).collect())
+        .transpose()
+}
+
+fn prepare(
+    common: &Common,
+    request: PlanRequest,
+    as_pyramid: bool,
+) -> Result<
+    (
+        Box<dyn shardwright::pyramid::source::Source>,
+        Location,
+        BuildOptions,
+    ),
+    Failure,
+> {
+    let storage = location::options(&common.storage_options)?;
+    let source = location::open_source(&common.src, &storage)?;
+    let compressor = match common.compressor.as_str() {
+        "none" => Compressor::None,
+        name => Compressor::by_name(name, common.compression_level)?,
+    };
+    let mut request = request;
+    request.chunks = shapes(&common.chunks, "chunks")?;
+    request.shards = shapes(&common.shards, "shards")?;
+    request.axes = common
+        .axes
+        .as_ref()
+        .map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
+    let mut options = BuildOptions::new(request, compressor);
+    options.resume = common.resume;
+    build::check(source.as_ref(), &options, as_pyramid)?;
+    let dest = Location::parse(&common.dst, &storage)?;
+    options.name = last_part(&common.dst);
+    if common.overwrite {
+        dest.clear()?;
+    } else if !common.resume && dest.exists()? {
+        return Err(format!(
+            "the destination '{}' exists; pass --overwrite to replace it or --resume to \
+             finish a job that stopped",
+            dest.text
+        )
+        .into());
+    }
+    Ok((source, dest, options))
+}
+
+/// The last part of a path or URL (the image's default name).
+pub(crate) fn last_part(text: &str) -> Option<String> {
+    text.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+}
+
+fn finish(what: &str, shown: &Shown, report: &Report) {
+    shown.finish(what, report);
+}
+
+pub(crate) fn pyramid(args: &PyramidArgs) -> Result<(), Failure> {
+    let method: Method = args.method.parse()?;
+    let request = PlanRequest {
+        factors: numbers(&args.factors, "factors")?,
+        levels: args.levels,
+        method: Some(method),
+        ..Default::default()
+    };
+    let (source, dest, options) = prepare(&args.common, request, true)?;
+    let mut shown = Shown::new(args.common.quiet);
+    let report = build::pyramid(
+        source.as_ref(),
+        dest.store.clone(),
+        &dest.path,
+        &options,
+        &mut |p| {
+            shown.update(p);
+            true
+        },
+    )?;
+    finish("pyramid", &shown, &report);
+    Ok(())
+}
+
+pub(crate) fn copy(args: &CopyArgs) -> Result<(), Failure> {
+    let (source, dest, options) = prepare(&args.common, PlanRequest::default(), false)?;
+    let mut shown = Shown::new(args.common.quiet);
+    let report = build::copy(
+        source.as_ref(),
+        dest.store.clone(),
+        &dest.path,
+        &options,
+        &mut |p| {
+            shown.update(p);
+            true
+        },
+    )?;
+    finish("copy", &shown, &report);
+    Ok(())
+}

@@ -1,0 +1,466 @@
+//! `_core.Source` (what a pyramid or copy reads) and `_core.build` (the one-pass driver:
+//! `shardwright.pyramid` and `shardwright.copy`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PySlice, PyTuple};
+use shardwright::pyramid::build::{self as driver, BuildOptions, Progress, Report};
+use shardwright::pyramid::plan::PlanRequest;
+use shardwright::pyramid::source::{source_error, ArraySource, Source, ZarrsSource};
+use shardwright::pyramid::{Method, PyramidError};
+use shardwright::store::Store;
+use shardwright::{Array, Compressor, Domain, ErrorKind, FilesystemStore};
+use shardwright_object_store::ObjectStoreBackend;
+
+use crate::array::PyArray;
+use crate::errors::{error, guard, IntoPy};
+use crate::pystore::PyZarrStore;
+
+/// The Python exception a callback source or the progress callback raised, kept to be
+/// raised again once the build has stopped.
+type Raised = Arc<Mutex<Option<PyErr>>>;
+
+/// Any object with numpy-style slicing, read under the GIL from the reader thread.
+struct ObjectSource {
+    object: Py<PyAny>,
+    shape: Vec<u64>,
+    dtype: String,
+    raised: Raised,
+}
+
+impl Source for ObjectSource {
+    fn shape(&self) -> Vec<u64> {
+        self.shape.clone()
+    }
+
+    fn data_type(&self) -> String {
+        self.dtype.clone()
+    }
+
+    fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
+        Python::attach(|py| {
+            let read = || -> PyResult<Vec<u8>> {
+                let slices: Vec<Bound<'_, PySlice>> = region
+                    .origin()
+                    .iter()
+                    .zip(region.stop())
+                    .map(|(o, s)| PySlice::new(py, *o as isize, s as isize, 1))
+                    .collect();
+                let key = PyTuple::new(py, slices)?;
+                let part = self.object.bind(py).get_item(key)?;
+                let helper = py.import("shardwright._pyramid")?;
+                let bytes = helper.call_method1(
+                    "_block_bytes",
+                    (
+                        part,
+                        region.shape().to_vec(),
+                        &self.dtype,
+                        region.to_string(),
+                    ),
+                )?;
+                bytes.extract::<Vec<u8>>()
+            };
+            read().map_err(|err| {
+                let message = err.to_string();
+                let mut slot = self.raised.lock().unwrap_or_else(PoisonError::into_inner);
+                slot.get_or_insert(err);
+                source_error(region, message)
+            })
+        })
+    }
+}
+
+/// What a pyramid or a copy reads: an array opened natively, or any sliceable object.
+#[pyclass(module = "shardwright._core", name = "Source", frozen)]
+pub(crate) struct PySource {
+    inner: Arc<dyn Source>,
+    raised: Raised,
+}
+
+fn native(inner: impl Source + 'static) -> PySource {
+    PySource {
+        inner: Arc::new(inner),
+        raised: Arc::default(),
+    }
+}
+
+fn is_group(store: &dyn Store, path: &str) -> bool {
+    store
+        .get(&shardwright::store::join(path, "zarr.json"))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["node_type"] == "group")
+}
+
+fn group_error(text: &str) -> PyErr {
+    error(format!(
+        "'{text}' is a Zarr group, not an array; name one of its arrays, e.g. '{}/0'",
+        text.trim_end_matches('/')
+    ))
+}
+
+fn open_array(py: Python<'_>, store: Arc<dyn Store>, path: &str, text: &str) -> PyResult<PySource> {
+    // without the GIL: the store may be served by Python threads of this process
+    if py.detach(|| is_group(store.as_ref(), path)) {
+        return Err(group_error(text));
+    }
+    let array = py
+        .detach(|| Array::open(store, path))
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound => {
+                crate::errors::not_found(format!("no Zarr array at '{text}' (no zarr.json there)"))
+            }
+            _ => crate::errors::to_py(e),
+        })?;
+    Ok(native(ArraySource::new(array)))
+}
+
+#[pymethods]
+impl PySource {
+    /// A Zarr v2 or v3 array in a local folder (v3 arrays shardwright reads natively, the
+    /// rest through zarrs).
+    #[staticmethod]
+    fn open_path(py: Python<'_>, root: PathBuf) -> PyResult<Self> {
+        guard(|| {
+            let text = root.display().to_string();
+            let store: Arc<dyn Store> = Arc::new(FilesystemStore::new(&root));
+            if py.detach(|| is_group(store.as_ref(), "")) {
+                return Err(group_error(&text));
+            }
+            match py.detach(|| Array::open(store, "")) {
+                Ok(array) => return Ok(native(ArraySource::new(array))),
+                Err(e) if e.kind() == ErrorKind::NotFound && !root.join(".zarray").exists() => {
+                    return Err(crate::errors::not_found(format!(
+                        "no Zarr array at '{text}' (no zarr.json or .zarray there)"
+                    )))
+                }
+                Err(_) => {}
+            }
+            let source = py
+                .detach(|| ZarrsSource::open(&root))
+                .map_err(shardwright::Error::from)
+                .py()?;
+            Ok(native(source))
+        })
+    }
+
+    /// A Zarr v3 array at an object-store URL.
+    #[staticmethod]
+    fn open_url(py: Python<'_>, url: String, options: Vec<(String, String)>) -> PyResult<Self> {
+        guard(|| {
+            let (store, path) = object_store(&url, &options)?;
+            open_array(py, Arc::new(store), &path, &url)
+        })
+    }
+
+    /// A Zarr v3 array at `path` in a zarr-python store (through `adapter`).
+    #[staticmethod]
+    fn open_adapter(
+        py: Python<'_>,
+        adapter: Py<PyAny>,
+        path: String,
+        url: String,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
+            open_array(py, store, &path, &url)
+        })
+    }
+
+    /// An opened shardwright array.
+    #[staticmethod]
+    fn of_array(array: &PyArray) -> Self {
+        native(ArraySource::new(array.inner.clone()))
+    }
+
+    /// Any object with `.shape`, `.dtype` and numpy-style slicing: `object[a:b, c:d]` is
+    /// read for each block (turned into `dtype` under numpy's `same_kind` rule).
+    #[staticmethod]
+    fn of_object(object: Py<PyAny>, shape: Vec<u64>, dtype: String) -> Self {
+        let raised = Raised::default();
+        Self {
+            inner: Arc::new(ObjectSource {
+                object,
+                shape,
+                dtype,
+                raised: Arc::clone(&raised),
+            }),
+            raised,
+        }
+    }
+
+    /// The source's shape.
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.inner.shape()
+    }
+
+    /// Its Zarr v3 data type name.
+    #[getter]
+    fn dtype(&self) -> String {
+        self.inner.data_type()
+    }
+}
+
+fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(ObjectStoreBackend, String)> {
+    let pairs: Vec<(&str, &str)> = options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    ObjectStoreBackend::from_url(url, &pairs)
+        .map_err(shardwright::Error::from)
+        .py()
+}
+
+/// Where a build writes.
+enum Destination {
+    Folder(PathBuf),
+    Url(ObjectStoreBackend, String, String),
+    Adapter(Arc<PyZarrStore>, Py<PyAny>, String, String),
+}
+
+impl Destination {
+    fn store_and_path(&self) -> (Arc<dyn Store>, String) {
+        match self {
+            Self::Folder(root) => (Arc::new(FilesystemStore::new(root)), String::new()),
+            Self::Url(backend, path, _) => (Arc::new(backend.clone()), path.clone()),
+            Self::Adapter(store, _, path, _) => (store.clone(), path.clone()),
+        }
+    }
+
+    fn exists(&self, py: Python<'_>) -> PyResult<bool> {
+        if let Self::Folder(root) = self {
+            return Ok(root.read_dir().is_ok_and(|mut d| d.next().is_some()));
+        }
+        let (store, path) = self.store_and_path();
+        let key = shardwright::store::join(&path, "zarr.json");
+        py.detach(|| store.size(&key))
+            .map(|s| s.is_some())
+            .map_err(shardwright::Error::from)
+            .py()
+    }
+
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        match self {
+            Self::Folder(root) => {
+                if root.exists() {
+                    std::fs::remove_dir_all(root).map_err(|e| {
+                        error(format!(
+                            "cannot remove '{}' to overwrite it: {e}",
+                            root.display()
+                        ))
+                    })?;
+                }
+            }
+            Self::Url(backend, path, _) => {
+                py.detach(|| backend.delete_prefix(path))
+                    .map_err(shardwright::Error::from)
+                    .py()?;
+            }
+            Self::Adapter(_, adapter, path, _) => {
+                adapter.bind(py).call_method1("delete_dir", (path,))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The Python array of `array`, written at `sub` under the destination.
+    fn level(&self, array: Array, sub: Option<&str>) -> PyArray {
+        let join = |base: &str| match sub {
+            Some(s) => format!("{}/{s}", base.trim_end_matches('/')),
+            None => base.to_string(),
+        };
+        match self {
+            Self::Folder(root) => PyArray::local(
+                array,
+                match sub {
+                    Some(s) => root.join(s),
+                    None => root.clone(),
+                },
+            ),
+            Self::Url(_, _, url) | Self::Adapter(_, _, _, url) => PyArray::remote(array, join(url)),
+        }
+    }
+}
+
+fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("level", p.level)?;
+    d.set_item("shards_done", p.shards_done.iter().sum::<u64>())?;
+    d.set_item("shards_total", p.shards_total.iter().sum::<u64>())?;
+    d.set_item("shards_done_per_level", p.shards_done.clone())?;
+    d.set_item("shards_total_per_level", p.shards_total.clone())?;
+    d.set_item("bytes_read", p.bytes_read)?;
+    d.set_item("bytes_written", p.bytes_written)?;
+    Ok(d)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes_read", r.bytes_read)?;
+    d.set_item("bytes_written", r.bytes_written)?;
+    d.set_item("shards_written", r.shards_written.clone())?;
+    d.set_item("shards_skipped", r.shards_skipped.clone())?;
+    d.set_item("puts", r.puts)?;
+    d.set_item("gets", r.gets)?;
+    d.set_item("seconds", r.seconds)?;
+    d.set_item("memory_bound", r.memory_bound)?;
+    Ok(d)
+}
+
+/// Build a pyramid (`kind="pyramid"`) or a copy (`kind="copy"`) of `source` at the
+/// destination (a folder `root`, an object-store `url`, or `adapter` + `path`), after
+/// checking every setting (nothing is written or removed when one is wrong). Returns the
+/// written arrays and the build's report.
+#[pyfunction]
+#[pyo3(signature = (source, kind, root, url, options, adapter, path, factors, levels, method, chunks, shards, compressor, compression_level, axes, units, name, resume, overwrite, progress))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build<'py>(
+    py: Python<'py>,
+    source: &PySource,
+    kind: &str,
+    root: Option<PathBuf>,
+    url: Option<String>,
+    options: Vec<(String, String)>,
+    adapter: Option<Py<PyAny>>,
+    path: String,
+    factors: Vec<u64>,
+    levels: Option<usize>,
+    method: &str,
+    chunks: Option<Vec<Vec<u64>>>,
+    shards: Option<Vec<Vec<u64>>>,
+    compressor: &str,
+    compression_level: Option<i32>,
+    axes: Option<Vec<String>>,
+    units: Option<Vec<Option<String>>>,
+    name: Option<String>,
+    resume: bool,
+    overwrite: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Vec<PyArray>, Bound<'py, PyDict>)> {
+    guard(|| {
+        let as_pyramid = kind == "pyramid";
+        let method: Method = method
+            .parse()
+            .map_err(PyramidError::from)
+            .map_err(shardwright::Error::from)
+            .py()?;
+        let compressor = match compressor {
+            "none" => Compressor::None,
+            other => Compressor::by_name(other, compression_level)
+                .map_err(shardwright::Error::from)
+                .py()?,
+        };
+        let request = PlanRequest {
+            factors,
+            levels,
+            method: Some(method),
+            chunks,
+            shards,
+            axes,
+        };
+        let mut build_options = BuildOptions::new(request, compressor);
+        build_options.resume = resume;
+        build_options.units = units;
+        build_options.name = name.or_else(|| {
+            let text = match (&root, &url) {
+                (Some(root), _) => root.display().to_string(),
+                (None, Some(url)) => url.clone(),
+                _ => String::new(),
+            };
+            text.trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        });
+        driver::check(source.inner.as_ref(), &build_options, as_pyramid).py()?;
+        let destination = match (root, url, adapter) {
+            (Some(root), _, _) => Destination::Folder(root),
+            (None, Some(url), None) => {
+                let (backend, path) = object_store(&url, &options)?;
+                Destination::Url(backend, path, url)
+            }
+            (None, Some(url), Some(adapter)) => Destination::Adapter(
+                Arc::new(PyZarrStore::new(py, adapter.clone_ref(py))?),
+                adapter,
+                path,
+                url,
+            ),
+            _ => return Err(error("a destination needs a folder or a URL")),
+        };
+        if overwrite {
+            destination.clear(py)?;
+        } else if !resume && destination.exists(py)? {
+            let text = match &destination {
+                Destination::Folder(root) => root.display().to_string(),
+                Destination::Url(_, _, url) | Destination::Adapter(_, _, _, url) => url.clone(),
+            };
+            return Err(error(format!(
+                "'{text}' exists already (use overwrite=True to replace it, or resume=True to \
+                 finish a job that stopped)"
+            )));
+        }
+        let (store, dest_path) = destination.store_and_path();
+        let raised = Arc::clone(&source.raised);
+        let mut on_progress = |p: &Progress| -> bool {
+            Python::attach(|py| {
+                let outcome = py.check_signals().and_then(|()| match &progress {
+                    Some(callback) => callback.call1(py, (progress_dict(py, p)?,)).map(|_| ()),
+                    None => Ok(()),
+                });
+                match outcome {
+                    Ok(()) => true,
+                    Err(err) => {
+                        let mut slot = raised.lock().unwrap_or_else(PoisonError::into_inner);
+                        slot.get_or_insert(err);
+                        false
+                    }
+                }
+            })
+        };
+        let inner = Arc::clone(&source.inner);
+        let outcome = py.detach(|| {
+            if as_pyramid {
+                driver::pyramid(
+                    inner.as_ref(),
+                    store,
+                    &dest_path,
+                    &build_options,
+                    &mut on_progress,
+                )
+            } else {
+                driver::copy(
+                    inner.as_ref(),
+                    store,
+                    &dest_path,
+                    &build_options,
+                    &mut on_progress,
+                )
+            }
+        });
+        let kept = source
+            .raised
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let report = match (outcome, kept) {
+            (Ok(report), _) => report,
+            (Err(_), Some(err)) => return Err(err),
+            (Err(e), None) => return Err(crate::errors::to_py(e)),
+        };
+        let arrays = report
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                let sub = k.to_string();
+                destination.level(a.clone(), as_pyramid.then_some(sub.as_str()))
+            })
+            .collect();
+        Ok((arrays, report_dict(py, &report)?))
+    })
+}

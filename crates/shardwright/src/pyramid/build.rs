@@ -1,0 +1,420 @@
+//! The one-pass driver: reads the source once, block by block, and writes every level of
+//! the pyramid (or the one level of a copy) through shard writers, one put per shard.
+//!
+//! How it goes: each level is cut into *blocks* of `lcm(inner chunk, factors)`. A reader
+//! thread reads level 0's blocks from the source in an order that nests them under the
+//! coarser levels' shards and blocks (so each level's shards and blocks complete soon
+//! after they start). A complete block of level `k` is written into the level's shard
+//! writers (a shard commits in the background once all its elements are written) and,
+//! downsampled, into the blocks of level `k + 1` being assembled; a block of level
+//! `k + 1` that is complete goes the same way. Memory holds, per level, the blocks being
+//! assembled (one when blocks nest, as they do with one chunk shape for every level) and
+//! the shard writers' encoders' in-flight chunks: see [`Plan::raw_bytes_bound`].
+//!
+//! Resume: shards already stored are whole (a commit is atomic), so a resumed run skips
+//! them, and reads only the source blocks some missing shard needs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::driver::Driver;
+use super::walk::Walk;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::downsample;
+use super::ome;
+use super::plan::{Plan, PlanRequest};
+use super::source::{element_size, Source};
+use super::PyramidError;
+use crate::array::METADATA_KEY;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::layout::{ArraySpec, Compressor};
+use crate::store::{join, Store};
+use crate::writer::WriterOptions;
+use crate::Array;
+
+/// How to build: the plan request plus what the written arrays look like.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Factors, levels, method, chunk and shard shapes, axes.
+    pub request: PlanRequest,
+    /// The inner chunks' compressor.
+    pub compressor: Compressor,
+    /// Continue a job that stopped: keep the arrays and shards already stored (they must
+    /// have been made with the same settings) and write only the missing shards.
+    pub resume: bool,
+    /// The multiscale's name in the OME metadata (default: the last part of the path).
+    pub name: Option<String>,
+    /// An OME unit per axis (`None` or `""`: none).
+    pub units: Option<Vec<Option<String>>>,
+    /// The shard writers' options.
+    pub writer: WriterOptions,
+    /// Commits running in the background at most (each holds a writer's staged bytes).
+    pub commits_in_flight: usize,
+}
+
+impl BuildOptions {
+    /// Options for `request` with `compressor`, and defaults for the rest.
+    #[must_use]
+    pub fn new(request: PlanRequest, compressor: Compressor) -> Self {
+        Self {
+            request,
+            compressor,
+            resume: false,
+            name: None,
+            units: None,
+            writer: WriterOptions::default(),
+            commits_in_flight: 4,
+        }
+    }
+}
+
+/// Progress, after each shard is stored.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// The level of the shard just stored.
+    pub level: usize,
+    /// Shards stored so far, per level (skipped ones of a resumed run excluded).
+    pub shards_done: Vec<u64>,
+    /// Shards to store in this run, per level.
+    pub shards_total: Vec<u64>,
+    /// Raw bytes read from the source so far.
+    pub bytes_read: u64,
+    /// Bytes stored so far.
+    pub bytes_written: u64,
+}
+
+/// What a build did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The written arrays, level 0 first.
+    pub levels: Vec<Array>,
+    /// Raw bytes read from the source (each element once: the source's size, less what a
+    /// resumed run skipped).
+    pub bytes_read: u64,
+    /// Bytes stored (shards and metadata).
+    pub bytes_written: u64,
+    /// Shards stored per level in this run.
+    pub shards_written: Vec<u64>,
+    /// Shards found stored already and skipped, per level (resume).
+    pub shards_skipped: Vec<u64>,
+    /// Puts and gets of the shard commits.
+    pub puts: u64,
+    /// Gets of the shard commits (0 unless a shard was merged).
+    pub gets: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// The bound on the raw bytes held at once ([`Plan::memory_bound`]).
+    pub memory_bound: u64,
+}
+
+/// Check `options` against `source` without reading or writing anything, and return the
+/// plan: what [`pyramid`] (`as_pyramid`) or [`copy`] would refuse, it refuses here, so a
+/// caller can validate before clearing a destination.
+///
+/// ```
+/// use shardwright::pyramid::{build, plan::PlanRequest, source::BufferSource};
+/// use shardwright::Compressor;
+/// let source = BufferSource::new(vec![0; 64], vec![8, 8], "uint8");
+/// let bad = PlanRequest { factors: vec![2], ..Default::default() };
+/// let err = build::check(&source, &build::BuildOptions::new(bad, Compressor::None), true).unwrap_err();
+/// assert!(err.to_string().contains("factors (2) must have 2 values"));
+/// ```
+///
+/// # Errors
+/// [`Error::Pyramid`] naming what does not fit.
+pub fn check(source: &dyn Source, options: &BuildOptions, as_pyramid: bool) -> Result<Plan> {
+    let shape = source.shape();
+    if as_pyramid {
+        let plan = options.request.plan(&shape, &source.data_type())?;
+        ome::group_metadata(&plan, "image", options.units.as_deref(), None)?;
+        Ok(plan)
+    } else {
+        Ok(copy_request(&options.request, shape.len()).plan(&shape, &source.data_type())?)
+    }
+}
+
+/// A copy's plan request: one level, no downsampling.
+fn copy_request(request: &PlanRequest, ndim: usize) -> PlanRequest {
+    let mut request = request.clone();
+    request.factors = vec![1; ndim];
+    request.levels = Some(1);
+    request.method = Some(downsample::Method::Stride);
+    if request.axes.is_none() && ndim > 5 {
+        request.axes = Some((0..ndim).map(|d| format!("dim_{d}")).collect());
+    }
+    request
+}
+
+/// Build the multiscale pyramid of `source` as an OME-Zarr 0.5 image at `path` in `store`:
+/// level arrays at `path/0`, `path/1`, …, and the group's `zarr.json` (written last, so a
+/// group with metadata is complete). `progress` is called after each shard is stored; it
+/// returns `false` to stop the build (an [`PyramidError::Stopped`] error).
+///
+/// # Errors
+/// [`Error::Pyramid`] for settings that do not fit the source or a source that fails,
+/// [`Error::AlreadyExists`] if something is at `path` already (unless resuming),
+/// [`Error::Store`] and the writers' errors otherwise. Shards stored before an error stay
+/// (each one whole): rerun with `resume` to finish.
+pub fn pyramid(
+    source: &dyn Source,
+    store: Arc<dyn Store>,
+    path: &str,
+    options: &BuildOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
+    let path = path.trim_matches('/').to_string();
+    let plan = options.request.plan(&source.shape(), &source.data_type())?;
+    let name = options.name.clone().unwrap_or_else(|| {
+        path.rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("image")
+            .to_string()
+    });
+    let group = ome::group_metadata(&plan, &name, options.units.as_deref(), None)?;
+    let group_key = join(&path, METADATA_KEY);
+    if !options.resume && store.size(&group_key)?.is_some() {
+        return Err(Error::AlreadyExists(path));
+    }
+    let paths = (0..plan.levels.len())
+        .map(|k| join(&path, &k.to_string()))
+        .collect();
+    let mut report = run(source, &store, paths, &plan, options, progress)?;
+    let text = serde_json::to_vec_pretty(&group).expect("JSON values serialize");
+    store.put(&group_key, &[&text])?;
+    report.bytes_written += text.len() as u64;
+    Ok(report)
+}
+
+/// Copy `source` into one sharded array at `path` (re-chunked and re-sharded as
+/// `options.request` says; its factors and levels are ignored).
+///
+/// ```
+/// use std::sync::Arc;
+/// use shardwright::pyramid::{build, plan::PlanRequest, source::BufferSource};
+/// use shardwright::{Compressor, MemoryStore};
+/// let source = BufferSource::new((0..100u8).collect(), vec![10, 10], "uint8");
+/// let request = PlanRequest { chunks: Some(vec![vec![4, 4]]), shards: Some(vec![vec![8, 8]]), ..Default::default() };
+/// let options = build::BuildOptions::new(request, Compressor::None);
+/// let report = build::copy(&source, Arc::new(MemoryStore::new()), "c", &options, &mut |_| true).unwrap();
+/// assert_eq!(report.shards_written, vec![4]);
+/// assert_eq!(report.levels[0].read(&report.levels[0].bounds()).unwrap(), (0..100u8).collect::<Vec<_>>());
+/// ```
+///
+/// # Errors
+/// As [`pyramid`].
+pub fn copy(
+    source: &dyn Source,
+    store: Arc<dyn Store>,
+    path: &str,
+    options: &BuildOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
+    let plan = check(source, options, false)?;
+    let path = path.trim_matches('/').to_string();
+    run(source, &store, vec![path], &plan, options, progress)
+}
+
+/// The arrays of the levels: created, or (resuming) opened and checked against the plan.
+fn level_arrays(
+    source: &dyn Source,
+    store: &Arc<dyn Store>,
+    paths: &[String],
+    plan: &Plan,
+    options: &BuildOptions,
+) -> Result<Vec<Array>> {
+    let data_type = source.data_type();
+    let mut arrays = Vec::with_capacity(paths.len());
+    for (level, path) in plan.levels.iter().zip(paths) {
+        let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
+            .shards(level.shards.clone())
+            .compressor(options.compressor)
+            .dimension_names(plan.axes.clone());
+        match source.fill_value() {
+            Some(fill) => spec = spec.fill_value(fill),
+            None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
+            None => {}
+        }
+        let array = if options.resume {
+            match Array::open(Arc::clone(store), path) {
+                Ok(existing) => {
+                    check_same(&existing, level, &data_type, path)?;
+                    existing
+                }
+                Err(Error::NotFound(_)) => Array::create(Arc::clone(store), path, &spec)?,
+                Err(e) => return Err(e),
+            }
+        } else {
+            Array::create(Arc::clone(store), path, &spec)?
+        };
+        arrays.push(array.with_options(options.writer.clone()));
+    }
+    Ok(arrays)
+}
+
+fn check_same(
+    array: &Array,
+    level: &super::plan::LevelPlan,
+    data_type: &str,
+    path: &str,
+) -> Result<()> {
+    let layout = array.layout();
+    let found = (
+        layout.shape(),
+        layout.data_type_name(),
+        layout.chunk_shape(),
+        layout.shard_shape(),
+    );
+    let planned = (
+        &level.shape[..],
+        data_type,
+        &level.chunks[..],
+        &level.shards[..],
+    );
+    if found != planned {
+        return Err(PyramidError::Resume {
+            path: path.to_string(),
+            message: format!(
+                "it holds shape {:?}, {}, chunks {:?}, shards {:?}; this run makes shape {:?}, \
+                 {}, chunks {:?}, shards {:?}",
+                found.0, found.1, found.2, found.3, planned.0, planned.1, planned.2, planned.3
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The linear indices of the shards already stored, per level.
+fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
+    arrays
+        .iter()
+        .map(|array| {
+            let mut stored = HashSet::new();
+            for shard in array.shards() {
+                let index = shard.index().expect("grid cells carry their index");
+                if array.store().size(&array.shard_key(index))?.is_some() {
+                    stored.insert(array.shard_grid().linear_index(index));
+                }
+            }
+            Ok(stored)
+        })
+        .collect()
+}
+
+fn run(
+    source: &dyn Source,
+    store: &Arc<dyn Store>,
+    paths: Vec<String>,
+    plan: &Plan,
+    options: &BuildOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
+    let started = Instant::now();
+    let arrays = level_arrays(source, store, &paths, plan, options)?;
+    let stored = if options.resume {
+        stored_shards(&arrays)?
+    } else {
+        vec![HashSet::new(); arrays.len()]
+    };
+    let data_type = source.data_type();
+    let element = element_size(&data_type).ok_or_else(|| {
+        PyramidError::Downsample(downsample::DownsampleError::UnsupportedDataType {
+            data_type: data_type.clone(),
+            method: plan.method,
+        })
+    })?;
+    let walk = Walk {
+        plan,
+        stored: &stored,
+        resume: options.resume,
+    };
+    let mut driver = Driver {
+        walk: &walk,
+        arrays: &arrays,
+        data_type: &data_type,
+        element,
+        writers: (0..arrays.len()).map(|_| HashMap::new()).collect(),
+        blocks: (0..arrays.len()).map(|_| HashMap::new()).collect(),
+        pending: VecDeque::new(),
+        commits_in_flight: options.commits_in_flight.max(1),
+        progress: Progress {
+            level: 0,
+            shards_done: vec![0; arrays.len()],
+            shards_total: arrays
+                .iter()
+                .zip(&stored)
+                .map(|(a, s)| a.shard_grid().len() - s.len() as u64)
+                .collect(),
+            bytes_read: 0,
+            bytes_written: 0,
+        },
+        puts: 0,
+        gets: 0,
+    };
+    let outcome = std::thread::scope(|scope| {
+        let (send, receive) = mpsc::sync_channel::<std::result::Result<_, PyramidError>>(2);
+        let reader = scope.spawn(|| {
+            let send = send;
+            let top = plan.levels.len() - 1;
+            walk.visit(
+                top,
+                &Domain::from_shape(plan.levels[top].shape.clone()),
+                &mut |block| {
+                    let read = source.read(&block).map(|data| (block, data));
+                    let failed = read.is_err();
+                    send.send(read).is_ok() && !failed
+                },
+            );
+        });
+        let result = (|| -> Result<()> {
+            for item in receive.iter() {
+                let (block, data) = item?;
+                let expected = block.size() * element as u64;
+                if data.len() as u64 != expected {
+                    return Err(super::source::source_error(
+                        &block,
+                        format!("it gave {} bytes, expected {expected}", data.len()),
+                    )
+                    .into());
+                }
+                driver.progress.bytes_read += expected;
+                driver.process(0, block, data, progress)?;
+            }
+            Ok(())
+        })();
+        drop(receive);
+        let _ = reader.join();
+        result
+    });
+    let finish = driver.finish(progress);
+    outcome?;
+    finish?;
+    if driver.writers.iter().any(|w| !w.is_empty()) || driver.blocks.iter().any(|b| !b.is_empty()) {
+        return Err(Error::Pyramid(PyramidError::invalid(
+            "internal error: the source's blocks did not complete every shard",
+        )));
+    }
+    Ok(Report {
+        bytes_read: driver.progress.bytes_read,
+        bytes_written: driver.progress.bytes_written,
+        shards_written: driver.progress.shards_done.clone(),
+        shards_skipped: stored.iter().map(|s| s.len() as u64).collect(),
+        puts: driver.puts,
+        gets: driver.gets,
+        seconds: started.elapsed().as_secs_f64(),
+        memory_bound: plan.memory_bound(
+            element,
+            rayon::current_num_threads(),
+            options.commits_in_flight.max(1),
+        ),
+        levels: arrays,
+    })
+}
+
+#[cfg(test)]
+#[path = "build_tests.rs"]
+mod tests;

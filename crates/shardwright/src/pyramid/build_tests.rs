@@ -1,0 +1,173 @@
+//! The one-pass driver against the kernels run on whole levels, its I/O, resume and errors.
+
+use std::sync::Arc;
+
+use super::{copy, pyramid, BuildOptions};
+use crate::domain::Domain;
+use crate::error::Error;
+use crate::layout::Compressor;
+use crate::pyramid::downsample::{downsample, output_shape, Method};
+use crate::pyramid::plan::PlanRequest;
+use crate::pyramid::source::{source_error, BufferSource, Source};
+use crate::pyramid::PyramidError;
+use crate::store::{InstrumentedStore, MemoryStore, Store};
+
+fn data(shape: &[u64]) -> Vec<u8> {
+    let n: u64 = shape.iter().product();
+    (0..n)
+        .flat_map(|i| ((i * 7919 % 4093) as u16).to_ne_bytes())
+        .collect()
+}
+
+fn options(factors: Vec<u64>, levels: usize, chunks: Vec<u64>, shards: Vec<u64>) -> BuildOptions {
+    let request = PlanRequest {
+        factors,
+        levels: Some(levels),
+        method: Some(Method::Mean),
+        chunks: Some(vec![chunks]),
+        shards: Some(vec![shards]),
+        axes: Some(vec!["c".into(), "y".into(), "x".into()]),
+    };
+    BuildOptions::new(request, Compressor::Zstd { level: 1 })
+}
+
+/// Each level, computed from the whole level before with the kernel.
+fn whole_levels(input: &[u8], shape: &[u64], factors: &[u64], levels: usize) -> Vec<Vec<u8>> {
+    let mut out = vec![input.to_vec()];
+    let mut shape = shape.to_vec();
+    for _ in 1..levels {
+        let next =
+            downsample(out.last().unwrap(), &shape, factors, "uint16", Method::Mean).unwrap();
+        shape = output_shape(&shape, factors);
+        out.push(next);
+    }
+    out
+}
+
+#[test]
+fn levels_equal_the_kernel_on_whole_levels_with_one_put_per_shard() {
+    let shape = vec![3, 45, 70];
+    let source = BufferSource::new(data(&shape), shape.clone(), "uint16");
+    let store = Arc::new(InstrumentedStore::new(Arc::new(MemoryStore::new())));
+    let opts = options(vec![1, 2, 3], 4, vec![1, 4, 6], vec![1, 8, 12]);
+    let report = pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
+    let want = whole_levels(&data(&shape), &shape, &[1, 2, 3], 4);
+    for (k, level) in report.levels.iter().enumerate() {
+        assert_eq!(level.read(&level.bounds()).unwrap(), want[k], "level {k}");
+    }
+    let shards: u64 = report.levels.iter().map(|a| a.shard_grid().len()).sum();
+    assert_eq!(report.shards_written.iter().sum::<u64>(), shards);
+    assert_eq!(report.bytes_read, data(&shape).len() as u64);
+    let counts = store.counts();
+    // one put per shard, one zarr.json per level and the group's; no gets of shards
+    assert_eq!(report.puts, shards);
+    assert_eq!(report.gets, 0);
+    assert!(counts.puts >= shards);
+    assert!(store.get("p/zarr.json").unwrap().is_some());
+}
+
+#[test]
+fn a_stopped_build_resumes_writing_only_the_missing_shards() {
+    let shape = vec![2, 64, 64];
+    let source = BufferSource::new(data(&shape), shape.clone(), "uint16");
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let mut opts = options(vec![1, 2, 2], 3, vec![1, 8, 8], vec![1, 16, 16]);
+    opts.commits_in_flight = 1;
+    let mut seen = 0;
+    let err = pyramid(&source, store.clone(), "p", &opts, &mut |_| {
+        seen += 1;
+        seen < 5
+    })
+    .unwrap_err();
+    assert_eq!(err, Error::Pyramid(PyramidError::Stopped));
+    assert!(
+        store.get("p/zarr.json").unwrap().is_none(),
+        "the group comes last"
+    );
+    let again = pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap_err();
+    assert!(matches!(again, Error::AlreadyExists(_)) || again.to_string().contains("exists"));
+    opts.resume = true;
+    let report = pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
+    let skipped: u64 = report.shards_skipped.iter().sum();
+    let total: u64 = report.levels.iter().map(|a| a.shard_grid().len()).sum();
+    assert!(skipped >= 5, "{skipped}");
+    assert_eq!(report.shards_written.iter().sum::<u64>() + skipped, total);
+    assert_eq!(report.puts + skipped, total);
+    let want = whole_levels(&data(&shape), &shape, &[1, 2, 2], 3);
+    for (k, level) in report.levels.iter().enumerate() {
+        assert_eq!(level.read(&level.bounds()).unwrap(), want[k], "level {k}");
+    }
+    // resuming a finished job reads nothing
+    let done = pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
+    assert_eq!((done.bytes_read, done.puts), (0, 0));
+}
+
+#[test]
+fn resume_refuses_other_settings() {
+    let shape = vec![1, 16, 16];
+    let source = BufferSource::new(data(&shape), shape.clone(), "uint16");
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let opts = options(vec![1, 2, 2], 2, vec![1, 4, 4], vec![1, 8, 8]);
+    pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
+    let mut other = options(vec![1, 2, 2], 2, vec![1, 2, 2], vec![1, 8, 8]);
+    other.resume = true;
+    let err = pyramid(&source, store, "p", &other, &mut |_| true).unwrap_err();
+    assert!(
+        err.to_string().contains("cannot resume into 'p/0'"),
+        "{err}"
+    );
+}
+
+struct Failing;
+
+impl Source for Failing {
+    fn shape(&self) -> Vec<u64> {
+        vec![8, 8]
+    }
+    fn data_type(&self) -> String {
+        "uint8".into()
+    }
+    fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
+        Err(source_error(region, "the disk is on fire"))
+    }
+}
+
+#[test]
+fn a_failing_source_is_an_error_naming_the_region() {
+    let request = PlanRequest {
+        factors: vec![2, 2],
+        ..Default::default()
+    };
+    let opts = BuildOptions::new(request, Compressor::None);
+    let err = pyramid(
+        &Failing,
+        Arc::new(MemoryStore::new()),
+        "p",
+        &opts,
+        &mut |_| true,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "reading the source failed at [0:8, 0:8]: the disk is on fire"
+    );
+}
+
+#[test]
+fn copy_rechunks_and_reshards() {
+    let shape = vec![3, 10, 11];
+    let source = BufferSource::new(data(&shape), shape.clone(), "uint16");
+    let mut opts = options(vec![], 1, vec![1, 3, 4], vec![1, 6, 8]);
+    opts.request.axes = None;
+    let report = copy(
+        &source,
+        Arc::new(MemoryStore::new()),
+        "c",
+        &opts,
+        &mut |_| true,
+    )
+    .unwrap();
+    let array = &report.levels[0];
+    assert_eq!(array.layout().shard_shape(), &[1, 6, 8]);
+    assert_eq!(array.read(&array.bounds()).unwrap(), data(&shape));
+}

@@ -1,0 +1,130 @@
+//! The geometry of a call: the input's shape and factors simplified ([`Geom`]), the input
+//! rows that each output row's blocks span ([`Geom::block_rows`]), and which blocks at the
+//! high edge are partial ([`Geom::count_last`], [`full_columns`]).
+
+/// The input's shape and factors, simplified: axes of extent 1 dropped, factors clamped
+/// to the extent, neighbouring axes that are not downsampled merged. None of this changes
+/// any result: blocks, the C order of a block's elements, and the order TensorStore
+/// iterates a block in (which it derives from the same simplified layout) stay the same.
+#[derive(Debug)]
+pub(super) struct Geom {
+    /// Extent of each axis (at least one axis, at least one with `f > 1`).
+    n: Vec<usize>,
+    /// Factor of each axis, `1 <= f <= n`.
+    f: Vec<usize>,
+    /// Output extent of each axis.
+    out: Vec<usize>,
+    /// Input stride (in elements) of each axis.
+    stride: Vec<usize>,
+    /// Number of output rows (product of the output extents but the last).
+    pub(super) out_rows: usize,
+    /// The most input rows one block spans (product of the factors but the last).
+    max_rows: usize,
+}
+
+impl Geom {
+    /// `None` when no axis is downsampled.
+    pub(super) fn new(in_shape: &[u64], factors: &[u64]) -> Option<Geom> {
+        let mut n: Vec<usize> = Vec::new();
+        let mut f: Vec<usize> = Vec::new();
+        for (&extent, &factor) in in_shape.iter().zip(factors) {
+            // Extents fit in usize: the input's byte length was checked.
+            let extent = extent as usize;
+            if extent == 1 {
+                continue;
+            }
+            let factor = factor.min(extent as u64) as usize;
+            if factor == 1 && f.last() == Some(&1) {
+                *n.last_mut().expect("a previous axis") *= extent;
+            } else {
+                n.push(extent);
+                f.push(factor);
+            }
+        }
+        if f.iter().all(|&f| f == 1) {
+            return None;
+        }
+        let out: Vec<usize> = n.iter().zip(&f).map(|(&n, &f)| n.div_ceil(f)).collect();
+        let mut stride = vec![1usize; n.len()];
+        for i in (0..n.len().saturating_sub(1)).rev() {
+            stride[i] = stride[i + 1] * n[i + 1];
+        }
+        let m = n.len();
+        Some(Geom {
+            out_rows: out[..m - 1].iter().product(),
+            max_rows: f[..m - 1].iter().product(),
+            n,
+            f,
+            out,
+            stride,
+        })
+    }
+
+    pub(super) fn n_last(&self) -> usize {
+        *self.n.last().expect("at least one axis")
+    }
+    pub(super) fn f_last(&self) -> usize {
+        *self.f.last().expect("at least one axis")
+    }
+    pub(super) fn out_last(&self) -> usize {
+        *self.out.last().expect("at least one axis")
+    }
+    /// The most input elements one block holds.
+    pub(super) fn volume(&self) -> usize {
+        self.max_rows * self.f_last()
+    }
+    /// Number of input elements of output column `j` along the last axis.
+    pub(super) fn count_last(&self, j: usize) -> usize {
+        self.f_last().min(self.n_last() - j * self.f_last())
+    }
+
+    /// Fill `rows` with the input element offsets of the starts of the input rows that
+    /// output row `row` covers, in C order; `ctr` is scratch.
+    pub(super) fn block_rows(&self, row: usize, rows: &mut Vec<usize>, ctr: &mut Vec<usize>) {
+        let outer = self.n.len() - 1;
+        // ctr[i]: offset within the block on outer axis i; ctr[outer + i]: its extent
+        ctr.clear();
+        let mut rem = row;
+        let mut base = 0;
+        ctr.resize(2 * outer, 0);
+        for i in (0..outer).rev() {
+            let o = rem % self.out[i];
+            rem /= self.out[i];
+            let lo = o * self.f[i];
+            base += lo * self.stride[i];
+            ctr[outer + i] = self.f[i].min(self.n[i] - lo);
+        }
+        rows.clear();
+        loop {
+            let within: usize = ctr[..outer]
+                .iter()
+                .zip(&self.stride)
+                .map(|(c, s)| c * s)
+                .sum();
+            rows.push(base + within);
+            // advance the odometer, last outer axis fastest
+            let mut i = outer;
+            loop {
+                if i == 0 {
+                    return;
+                }
+                i -= 1;
+                ctr[i] += 1;
+                if ctr[i] < ctr[outer + i] {
+                    break;
+                }
+                ctr[i] = 0;
+            }
+        }
+    }
+}
+
+/// How many of the `w` output columns from `c0` have whole blocks along the last axis
+/// (all but possibly the row's last).
+pub(super) fn full_columns(g: &Geom, c0: usize, w: usize) -> usize {
+    if c0 + w == g.out_last() && !g.n_last().is_multiple_of(g.f_last()) {
+        w - 1
+    } else {
+        w
+    }
+}

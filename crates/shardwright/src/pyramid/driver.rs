@@ -1,0 +1,169 @@
+//! The one-pass driver's state: the shard writers open per level, the blocks of each level
+//! being assembled from the level below, and the commits running in the background.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::build::Progress;
+use super::downsample;
+use super::walk::Walk;
+use super::PyramidError;
+use crate::domain::copy::copy_block;
+use crate::domain::Domain;
+use crate::error::Result;
+use crate::writer::{PendingCommit, ShardWriter};
+use crate::Array;
+
+/// A block of a level being assembled from the level below.
+pub(super) struct Assembling {
+    domain: Domain,
+    data: Vec<u8>,
+    filled: u64,
+}
+
+pub(super) struct Driver<'a> {
+    pub(super) walk: &'a Walk<'a>,
+    pub(super) arrays: &'a [Array],
+    pub(super) data_type: &'a str,
+    pub(super) element: usize,
+    /// Per level: open shard writers by linear shard index, with the elements still to write.
+    pub(super) writers: Vec<HashMap<u64, (ShardWriter, u64)>>,
+    /// Per level: blocks being assembled, by linear block index.
+    pub(super) blocks: Vec<HashMap<u64, Assembling>>,
+    pub(super) pending: VecDeque<(usize, PendingCommit)>,
+    pub(super) commits_in_flight: usize,
+    pub(super) progress: Progress,
+    pub(super) puts: u64,
+    pub(super) gets: u64,
+}
+
+impl Driver<'_> {
+    /// Handle a complete block of level `k`: write it, then feed the level above.
+    pub(super) fn process(
+        &mut self,
+        k: usize,
+        block: Domain,
+        data: Vec<u8>,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<()> {
+        self.write_level(k, &block, &data, progress)?;
+        let plan = self.walk.plan;
+        if k + 1 >= plan.levels.len() {
+            return Ok(());
+        }
+        let region = plan.downsampled(&block);
+        let grid = plan.levels[k + 1].block_grid();
+        let parents: Vec<Domain> = grid
+            .cells_meeting(&region)
+            .filter(|b| self.walk.needed(k + 1, b))
+            .collect();
+        if parents.is_empty() {
+            return Ok(());
+        }
+        let down = downsample::downsample(
+            &data,
+            block.shape(),
+            &plan.factors,
+            self.data_type,
+            plan.method,
+        )
+        .map_err(PyramidError::from)?;
+        drop(data);
+        for parent in parents {
+            let linear = grid.linear_index(parent.index().expect("indexed"));
+            let element = self.element;
+            let entry = match self.blocks[k + 1].entry(linear) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(Assembling {
+                    data: crate::buffer::zeroed(crate::buffer::size_of(parent.size(), element)?)?,
+                    domain: parent.clone(),
+                    filled: 0,
+                }),
+            };
+            let piece = region
+                .intersect(&entry.domain)
+                .expect("parent meets region");
+            let from = piece.relative_to(&region).expect("inside");
+            let to = piece.relative_to(&entry.domain).expect("inside");
+            copy_block(
+                &down,
+                region.shape(),
+                from.origin(),
+                &mut entry.data,
+                entry.domain.shape(),
+                to.origin(),
+                piece.shape(),
+                element,
+            );
+            entry.filled += piece.size();
+            if entry.filled == entry.domain.size() {
+                let done = self.blocks[k + 1].remove(&linear).expect("present");
+                self.process(k + 1, done.domain, done.data, progress)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write `block` of level `k` into the shards it meets; commit those it completes.
+    fn write_level(
+        &mut self,
+        k: usize,
+        block: &Domain,
+        data: &[u8],
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<()> {
+        let array = &self.arrays[k];
+        let grid = array.shard_grid().clone();
+        for shard in grid.cells_meeting(block) {
+            let linear = grid.linear_index(shard.index().expect("indexed"));
+            if self.walk.stored[k].contains(&linear) {
+                continue;
+            }
+            let part = shard.intersect(block).expect("shard meets block");
+            let (writer, left) = match self.writers[k].entry(linear) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert((array.shard_writer(&shard)?, shard.size()))
+                }
+            };
+            writer.write_region_of(&part, data, block)?;
+            *left -= part.size();
+            if *left == 0 {
+                let (writer, _) = self.writers[k].remove(&linear).expect("present");
+                self.pending.push_back((k, writer.commit_background()));
+                while self.pending.len() > self.commits_in_flight {
+                    self.wait_one(progress)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_one(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<()> {
+        let Some((level, pending)) = self.pending.pop_front() else {
+            return Ok(());
+        };
+        let stats = pending.wait()?;
+        self.puts += stats.puts;
+        self.gets += stats.gets;
+        self.progress.bytes_written += stats.bytes_written;
+        self.progress.shards_done[level] += 1;
+        self.progress.level = level;
+        if progress(&self.progress) {
+            Ok(())
+        } else {
+            Err(PyramidError::Stopped.into())
+        }
+    }
+
+    /// Wait for every commit still running; the first error wins.
+    pub(super) fn finish(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<()> {
+        let mut first = Ok(());
+        while !self.pending.is_empty() {
+            let result = self.wait_one(progress);
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
+    }
+}

@@ -1,0 +1,433 @@
+//! What a pyramid will look like before anything is read or written: the levels' shapes,
+//! inner-chunk and shard shapes, the axes, and the blocks the one-pass driver works in.
+
+use super::downsample::{self, Method};
+use super::PyramidError;
+use crate::domain::{Domain, Grid};
+
+/// The kind of an OME-Zarr axis, from its name: `t` is time, `c` channel, `z`/`y`/`x`
+/// space; any other name is a custom axis (treated as channel-like: chunk 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisKind {
+    /// `t`
+    Time,
+    /// `c`
+    Channel,
+    /// `z`, `y`, `x`
+    Space,
+    /// any other name
+    Custom,
+}
+
+impl AxisKind {
+    /// The kind of the axis named `name`.
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::AxisKind;
+    /// assert_eq!(AxisKind::of("y"), AxisKind::Space);
+    /// assert_eq!(AxisKind::of("t"), AxisKind::Time);
+    /// ```
+    #[must_use]
+    pub fn of(name: &str) -> Self {
+        match name {
+            "t" => Self::Time,
+            "c" => Self::Channel,
+            "z" | "y" | "x" => Self::Space,
+            _ => Self::Custom,
+        }
+    }
+
+    /// The OME-Zarr `type` of the axis (`None` for a custom axis).
+    #[must_use]
+    pub fn ome_type(self) -> Option<&'static str> {
+        match self {
+            Self::Time => Some("time"),
+            Self::Channel => Some("channel"),
+            Self::Space => Some("space"),
+            Self::Custom => None,
+        }
+    }
+}
+
+/// The default axes of an `ndim`-dimensional image: the last `ndim` of `t, c, z, y, x`.
+///
+/// ```
+/// assert_eq!(shardwright::pyramid::plan::default_axes(3), ["z", "y", "x"]);
+/// ```
+#[must_use]
+pub fn default_axes(ndim: usize) -> Vec<String> {
+    let all = ["t", "c", "z", "y", "x"];
+    all[all.len().saturating_sub(ndim)..]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect()
+}
+
+/// The shapes of the levels: level 0 is `shape`; each next level is the one before divided
+/// by `factors`, rounded up (a partial block at the edge makes one element). With
+/// `levels = None`, levels are added while they still shrink: the pyramid stops at the
+/// first level that a further downsampling would leave unchanged (every downsampled axis
+/// has length 1), or at level 0 if no factor is above 1.
+///
+/// ```
+/// use shardwright::pyramid::plan::level_shapes;
+/// assert_eq!(level_shapes(&[5, 8], &[1, 2], None), vec![vec![5, 8], vec![5, 4], vec![5, 2], vec![5, 1]]);
+/// assert_eq!(level_shapes(&[5, 8], &[1, 2], Some(2)).len(), 2);
+/// ```
+#[must_use]
+pub fn level_shapes(shape: &[u64], factors: &[u64], levels: Option<usize>) -> Vec<Vec<u64>> {
+    let mut shapes = vec![shape.to_vec()];
+    loop {
+        let last = shapes.last().expect("level 0");
+        let next = downsample::output_shape(last, factors);
+        match levels {
+            Some(n) if shapes.len() >= n => break,
+            None if next == *last => break,
+            _ => shapes.push(next),
+        }
+    }
+    shapes
+}
+
+/// One level of a planned pyramid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelPlan {
+    /// The level's shape.
+    pub shape: Vec<u64>,
+    /// Its inner-chunk shape (clipped to the shape).
+    pub chunks: Vec<u64>,
+    /// Its shard shape (a multiple of `chunks`, clipped to the chunks the shape needs).
+    pub shards: Vec<u64>,
+    /// The blocks the driver hands on whole: `lcm(chunks, factors)` per axis, so a block
+    /// downsamples exactly (no source block of the next level crosses it) and covers whole
+    /// inner chunks.
+    pub block: Vec<u64>,
+}
+
+impl LevelPlan {
+    /// The grid of the level's shards.
+    #[must_use]
+    pub fn shard_grid(&self) -> Grid {
+        Grid::new(self.shape.clone(), self.shards.clone()).expect("validated shapes")
+    }
+
+    /// The grid of the level's blocks.
+    #[must_use]
+    pub fn block_grid(&self) -> Grid {
+        Grid::new(self.shape.clone(), self.block.clone()).expect("validated shapes")
+    }
+}
+
+/// The whole plan: levels, factors, method, axes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The levels, full resolution first.
+    pub levels: Vec<LevelPlan>,
+    /// The downsampling factors, one per axis.
+    pub factors: Vec<u64>,
+    /// The method.
+    pub method: Method,
+    /// The axis names.
+    pub axes: Vec<String>,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    a / gcd(a, b) * b
+}
+
+fn shape_text(shape: &[u64]) -> String {
+    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("({})", parts.join(", "))
+}
+
+/// The default inner chunks of an array of `shape` with `axes`: 1 along time, channel and
+/// custom axes; along space axes 64 when there are three of them, 256 when there are two
+/// (a 512 KiB uint16 chunk either way).
+///
+/// ```
+/// use shardwright::pyramid::plan::default_chunks;
+/// let axes: Vec<String> = ["c", "z", "y", "x"].iter().map(|s| s.to_string()).collect();
+/// assert_eq!(default_chunks(&axes), vec![1, 64, 64, 64]);
+/// ```
+#[must_use]
+pub fn default_chunks(axes: &[String]) -> Vec<u64> {
+    let space = axes
+        .iter()
+        .filter(|a| AxisKind::of(a) == AxisKind::Space)
+        .count();
+    let side = if space >= 3 { 64 } else { 256 };
+    axes.iter()
+        .map(|a| match AxisKind::of(a) {
+            AxisKind::Space => side,
+            _ => 1,
+        })
+        .collect()
+}
+
+/// The default shards for `chunks`: 4 inner chunks along each space axis (64 inner chunks
+/// of 512 KiB, a 32 MiB uint16 shard, for 3-d images), 1 along the others.
+///
+/// ```
+/// use shardwright::pyramid::plan::default_shards;
+/// let axes: Vec<String> = ["z", "y", "x"].iter().map(|s| s.to_string()).collect();
+/// assert_eq!(default_shards(&axes, &[64, 64, 64]), vec![256, 256, 256]);
+/// ```
+#[must_use]
+pub fn default_shards(axes: &[String], chunks: &[u64]) -> Vec<u64> {
+    axes.iter()
+        .zip(chunks)
+        .map(|(a, c)| match AxisKind::of(a) {
+            AxisKind::Space => c * 4,
+            _ => *c,
+        })
+        .collect()
+}
+
+/// What the caller asked for, before it is checked against the source.
+#[derive(Debug, Clone, Default)]
+pub struct PlanRequest {
+    /// Factors, one per axis, each at least 1.
+    pub factors: Vec<u64>,
+    /// The number of levels (level 0 included), or `None` for "while they shrink".
+    pub levels: Option<usize>,
+    /// The method.
+    pub method: Option<Method>,
+    /// Inner chunks: one shape for every level, or one per level; `None`: the defaults.
+    pub chunks: Option<Vec<Vec<u64>>>,
+    /// Shards: as `chunks`; `None`: 4 inner chunks along each space axis.
+    pub shards: Option<Vec<Vec<u64>>>,
+    /// Axis names; `None`: the last `ndim` of `t, c, z, y, x`.
+    pub axes: Option<Vec<String>>,
+}
+
+fn per_level(
+    what: &str,
+    given: &[Vec<u64>],
+    level: usize,
+    levels: usize,
+    ndim: usize,
+) -> Result<Vec<u64>, PyramidError> {
+    let shape = match given.len() {
+        1 => &given[0],
+        n if n == levels => &given[level],
+        n => {
+            return Err(PyramidError::invalid(format!(
+                "{what}: expected one shape for every level or one per level ({levels}); got {n}"
+            )))
+        }
+    };
+    if shape.len() != ndim || shape.contains(&0) {
+        return Err(PyramidError::invalid(format!(
+            "{what} {} must have {ndim} values of at least 1, one per axis of the source",
+            shape_text(shape)
+        )));
+    }
+    Ok(shape.clone())
+}
+
+impl PlanRequest {
+    /// Check the request against a source of `shape` and `data_type` and work out every
+    /// level.
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::PlanRequest;
+    /// let request = PlanRequest { factors: vec![2, 2], levels: Some(3), ..Default::default() };
+    /// let plan = request.plan(&[1000, 600], "uint16").unwrap();
+    /// assert_eq!(plan.levels[2].shape, vec![250, 150]);
+    /// assert_eq!(plan.levels[2].chunks, vec![250, 150]);
+    /// assert!(request.plan(&[1000], "uint16").is_err()); // factors of the wrong length
+    /// ```
+    ///
+    /// # Errors
+    /// [`PyramidError`] naming what was given: factors of the wrong length or below 1, no
+    /// levels, axes of the wrong length or repeated, chunk or shard shapes of the wrong
+    /// length or that do not divide, a method the data type has no kernel for.
+    pub fn plan(&self, shape: &[u64], data_type: &str) -> Result<Plan, PyramidError> {
+        let ndim = shape.len();
+        if self.factors.len() != ndim || self.factors.contains(&0) {
+            return Err(PyramidError::invalid(format!(
+                "factors {} must have {ndim} values of at least 1, one per axis of the source \
+                 (shape {})",
+                shape_text(&self.factors),
+                shape_text(shape)
+            )));
+        }
+        if shape.is_empty() || shape.contains(&0) {
+            return Err(PyramidError::invalid(format!(
+                "the source has shape {}; a pyramid needs at least one element",
+                shape_text(shape)
+            )));
+        }
+        if self.levels == Some(0) {
+            return Err(PyramidError::invalid(
+                "levels=0: a pyramid has at least level 0",
+            ));
+        }
+        let method = self.method.unwrap_or(Method::Mean);
+        downsample::check_supported(data_type, method)?;
+        let axes = match &self.axes {
+            Some(axes) => axes.clone(),
+            None if ndim <= 5 => default_axes(ndim),
+            None => {
+                return Err(PyramidError::invalid(format!(
+                    "a {ndim}-d source needs axes=: the default axes are the last ndim of \
+                     t, c, z, y, x"
+                )))
+            }
+        };
+        if axes.len() != ndim {
+            return Err(PyramidError::invalid(format!(
+                "axes {axes:?} must have {ndim} names, one per axis of the source"
+            )));
+        }
+        for (i, a) in axes.iter().enumerate() {
+            if a.is_empty() || axes[..i].contains(a) {
+                return Err(PyramidError::invalid(format!(
+                    "axes {axes:?}: each name must be non-empty and used once"
+                )));
+            }
+        }
+        let shapes = level_shapes(shape, &self.factors, self.levels);
+        let n = shapes.len();
+        let default_chunks = vec![default_chunks(&axes)];
+        let chunks_given = self.chunks.as_ref().unwrap_or(&default_chunks);
+        let mut levels = Vec::with_capacity(n);
+        for (k, level_shape) in shapes.into_iter().enumerate() {
+            let chunks = per_level("chunks", chunks_given, k, n, ndim)?;
+            let shards = match &self.shards {
+                Some(given) => per_level("shards", given, k, n, ndim)?,
+                None => default_shards(&axes, &chunks),
+            };
+            for d in 0..ndim {
+                if shards[d] % chunks[d] != 0 {
+                    return Err(PyramidError::invalid(format!(
+                        "shards {} are not a multiple of chunks {} along axis {d} ('{}') \
+                         of level {k}",
+                        shape_text(&shards),
+                        shape_text(&chunks),
+                        axes[d]
+                    )));
+                }
+            }
+            let chunks: Vec<u64> = chunks
+                .iter()
+                .zip(&level_shape)
+                .map(|(c, s)| (*c).min(*s))
+                .collect();
+            let shards: Vec<u64> = shards
+                .iter()
+                .zip(&level_shape)
+                .zip(&chunks)
+                .map(|((h, s), c)| (*h).min(s.div_ceil(*c) * c))
+                .collect();
+            let block = chunks
+                .iter()
+                .zip(&self.factors)
+                .map(|(c, f)| lcm(*c, *f))
+                .collect();
+            levels.push(LevelPlan {
+                shape: level_shape,
+                chunks,
+                shards,
+                block,
+            });
+        }
+        Ok(Plan {
+            levels,
+            factors: self.factors.clone(),
+            method,
+            axes,
+        })
+    }
+}
+
+impl Plan {
+    /// The region of level `level + 1` that `block` (a region of level `level` whose origin
+    /// is a multiple of the factors) downsamples to.
+    #[must_use]
+    pub fn downsampled(&self, block: &Domain) -> Domain {
+        let origin = block
+            .origin()
+            .iter()
+            .zip(&self.factors)
+            .map(|(o, f)| o / f)
+            .collect();
+        Domain::new(
+            origin,
+            downsample::output_shape(block.shape(), &self.factors),
+        )
+    }
+
+    /// The bound on the raw bytes the driver holds at once, for elements of `element_size`
+    /// bytes: per level, two blocks (one being read or assembled, one being downsampled),
+    /// plus the partial blocks of the next level being assembled (one block per level
+    /// when blocks nest, as they do with the same chunk shape on every level). The shard
+    /// writers add their encoders' in-flight chunks and, where a shard's index is at its
+    /// start, its encoded bytes.
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::PlanRequest;
+    /// let request = PlanRequest { factors: vec![2, 2], levels: Some(2), chunks: Some(vec![vec![64, 64]]), ..Default::default() };
+    /// let plan = request.plan(&[1024, 1024], "uint8").unwrap();
+    /// assert_eq!(plan.raw_bytes_bound(1), 2 * 3 * 64 * 64);
+    /// ```
+    #[must_use]
+    pub fn raw_bytes_bound(&self, element_size: usize) -> u64 {
+        self.levels
+            .iter()
+            .map(|l| {
+                let block: u64 = l
+                    .block
+                    .iter()
+                    .zip(&l.shape)
+                    .map(|(b, s)| (*b).min(*s))
+                    .product();
+                3 * block * element_size as u64
+            })
+            .sum()
+    }
+
+    /// The bound on the raw bytes a build holds at once
+    /// ([`raw_bytes_bound`](Self::raw_bytes_bound)) plus the shard writers' raw chunks
+    /// waiting for an encoder:
+    /// each writer open or committing holds at most `2 × threads` of them, and there is one
+    /// open writer per level (when blocks nest) plus `commits_in_flight` committing. In all:
+    ///
+    /// `Σ_k 3·block_k + (levels + commits_in_flight) · 2·threads · max_k chunk_k` bytes,
+    ///
+    /// with `block_k = lcm(chunk_k, factors)` — the shard and chunk shapes and the number of
+    /// levels, never the array size. Encoded bytes go to each shard's staging file (or,
+    /// with the index at the start, stay in memory: add the shards in flight then).
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::PlanRequest;
+    /// let request = PlanRequest { factors: vec![2, 2], levels: Some(2), chunks: Some(vec![vec![64, 64]]), ..Default::default() };
+    /// let plan = request.plan(&[1024, 1024], "uint8").unwrap();
+    /// assert_eq!(plan.memory_bound(1, 2, 4), 2 * 3 * 4096 + (2 + 4) * 2 * 2 * 4096);
+    /// ```
+    #[must_use]
+    pub fn memory_bound(
+        &self,
+        element_size: usize,
+        threads: usize,
+        commits_in_flight: usize,
+    ) -> u64 {
+        let chunk = self
+            .levels
+            .iter()
+            .map(|l| l.chunks.iter().product::<u64>())
+            .max()
+            .unwrap_or(0)
+            * element_size as u64;
+        let writers = (self.levels.len() + commits_in_flight) as u64;
+        self.raw_bytes_bound(element_size) + writers * 2 * threads as u64 * chunk
+    }
+}

@@ -1,0 +1,358 @@
+"""``sw.pyramid``: a multiscale OME-Zarr 0.5 pyramid in one pass over the source, and
+``sw.copy``: re-chunk and re-shard any array into a sharded Zarr v3 array. Both run the
+engine's one-pass driver (the same as ``shardwright pyramid`` / ``shardwright copy``)."""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._array import Array
+from ._errors import DTypeError, ShapeError
+from ._location import resolve
+from ._progress import Progress
+
+Shapes = Sequence[int] | Sequence[Sequence[int]]
+
+
+class Levels(list[Array]):
+    """The arrays a :func:`pyramid` (or :func:`copy`) wrote, level 0 first, with what the
+    build did in ``stats``: ``bytes_read`` (raw bytes read from the source: each element
+    once), ``bytes_written``, ``shards_written`` and ``shards_skipped`` (per level; skipped:
+    found stored by a resumed run), ``puts``, ``gets``, ``seconds``."""
+
+    stats: dict[str, Any]
+
+
+def _block_bytes(part: Any, shape: list[int], dtype: str, region: str) -> bytes:
+    """The raw bytes of one block a sliceable source gave (called by the engine)."""
+    data = np.asarray(part)
+    if data.shape != tuple(shape):
+        raise ShapeError(
+            f"the source gave an array of shape {data.shape} for {region}; expected "
+            f"{tuple(shape)} (the source must support numpy-style slicing)"
+        )
+    target = np.dtype(dtype)
+    if data.dtype != target:
+        if not np.can_cast(data.dtype, target, casting="same_kind"):
+            raise DTypeError(
+                f"the source gave {data.dtype} for {region}; expected {target} (or a dtype "
+                "numpy casts to it under 'same_kind')"
+            )
+        data = data.astype(target)
+    return np.ascontiguousarray(data).tobytes()
+
+
+def _dtype_name(dtype: Any) -> str:
+    dtype = getattr(dtype, "numpy_dtype", dtype)  # TensorStore's dtypes
+    try:
+        return np.dtype(dtype).newbyteorder("=").name
+    except TypeError as err:
+        raise DTypeError(f"the source's dtype {dtype!r} is not a numpy dtype") from err
+
+
+def _options_for(target: Any, storage_options: Mapping[str, Any] | None) -> Any:
+    """``storage_options`` where ``target`` is an object-store URL (they serve the source
+    and the destination alike), else ``None``."""
+    text = os.fspath(target) if isinstance(target, (str, os.PathLike)) else ""
+    is_url = isinstance(text, str) and "://" in text and not text.startswith("file://")
+    return storage_options if is_url else None
+
+
+def _source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
+    """The engine's view of ``source``: native when it is a path, URL, shardwright or
+    zarr array the engine reads itself, otherwise sliced through Python."""
+    if isinstance(source, Array):
+        return _core.Source.of_array(source._core)
+    if isinstance(source, (str, os.PathLike)):
+        where = resolve(source, _options_for(source, storage_options), None)
+    elif type(source).__module__.startswith("zarr") and type(source).__name__ == "Array":
+        if source.metadata.zarr_format == 2 and not _is_local(source):
+            return _sliced(source)
+        where = resolve(source, None, None)
+    else:
+        return _sliced(source)
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        try:
+            return _core.Source.open_adapter(StoreAdapter(where.store), where.key, where.url)
+        except Exception:
+            if not isinstance(source, (str, os.PathLike)):
+                return _sliced(source)  # e.g. codecs the engine does not read
+            raise
+    if where.url is not None:
+        return _core.Source.open_url(where.url, where.options)
+    assert where.path is not None
+    return _core.Source.open_path(str(where.path))
+
+
+def _is_local(array: Any) -> bool:
+    return type(array.store).__name__ == "LocalStore"
+
+
+def _sliced(source: Any) -> Any:
+    shape = getattr(source, "shape", None)
+    dtype = getattr(source, "dtype", None)
+    if shape is None or dtype is None or not hasattr(source, "__getitem__"):
+        raise TypeError(
+            "source must be a path or URL of a Zarr array, a zarr.Array, a shardwright "
+            "Array, or an object with .shape, .dtype and numpy-style slicing (numpy, "
+            f"TensorStore, dask, h5py); got {type(source).__name__}"
+        )
+    try:
+        dims = [operator.index(n) for n in tuple(shape)]
+    except TypeError as err:
+        raise TypeError(f"source.shape must be integers; got {shape!r}") from err
+    return _core.Source.of_object(source, dims, _dtype_name(dtype))
+
+
+def _ints(values: Sequence[int], what: str, minimum: int) -> list[int]:
+    try:
+        out = [operator.index(v) for v in values]
+    except TypeError as err:
+        raise ShapeError(f"{what} must be a sequence of integers; got {values!r}") from err
+    if any(v < minimum for v in out):
+        raise ShapeError(f"{what} must be integers of at least {minimum}; got {tuple(out)}")
+    return out
+
+
+def _shapes(given: Shapes | None, what: str) -> list[list[int]] | None:
+    """One shape for every level, or a list of shapes, one per level."""
+    if given is None:
+        return None
+    items = list(given)
+    if items and all(isinstance(s, Sequence) and not isinstance(s, str) for s in items):
+        return [_ints(s, what, 1) for s in items]  # type: ignore[arg-type]
+    return [_ints(items, what, 1)]  # type: ignore[arg-type]
+
+
+def _progress_handler(
+    progress: bool | Callable[[dict[str, Any]], Any],
+) -> tuple[Callable[[dict[str, Any]], None] | None, Callable[[], None]]:
+    if callable(progress):
+        return progress, lambda: None
+    if not progress:
+        return None, lambda: None
+    state: dict[str, Progress] = {}
+
+    def update(event: dict[str, Any]) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = Progress(event["shards_total"], "shards", show=True)
+        bar.update(event["shards_done"] - bar.done, bytes=event["bytes_read"])
+
+    def close() -> None:
+        if "bar" in state:
+            state["bar"].close()
+
+    return update, close
+
+
+def _build(
+    kind: str,
+    source: Any,
+    dest: Any,
+    *,
+    factors: Sequence[int],
+    levels: int | None,
+    method: str,
+    chunks: Shapes | None,
+    shards: Shapes | None,
+    compressor: str | None,
+    compression_level: int | None,
+    axes: Sequence[str] | None,
+    units: Sequence[str | None] | None,
+    name: str | None,
+    progress: bool | Callable[[dict[str, Any]], Any],
+    overwrite: bool,
+    resume: bool,
+    storage_options: Mapping[str, Any] | None,
+) -> Levels:
+    if overwrite and resume:
+        raise ValueError("overwrite=True and resume=True contradict each other: choose one")
+    if levels is not None and (not isinstance(levels, int) or levels < 1):
+        raise ShapeError(f"levels must be an integer of at least 1 (or None); got {levels!r}")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
+    core_source = _source(source, storage_options)
+    if storage_options and not any(
+        _options_for(t, storage_options) for t in (source, dest)
+    ):
+        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
+    where = resolve(dest, _options_for(dest, storage_options), None)
+    adapter = None
+    if where.store is not None:
+        from ._adapter import StoreAdapter
+
+        adapter = StoreAdapter(where.store)
+    callback, close = _progress_handler(progress)
+    try:
+        arrays, stats = _core.build(
+            core_source,
+            kind,
+            str(where.path) if where.path is not None else None,
+            where.url,
+            where.options,
+            adapter,
+            where.key,
+            _ints(factors, "factors", 1) if kind == "pyramid" else [],
+            levels,
+            method,
+            _shapes(chunks, "chunks"),
+            _shapes(shards, "shards"),
+            "none" if compressor is None else compressor,
+            compression_level,
+            None if axes is None else [str(a) for a in axes],
+            None if units is None else [None if u is None else str(u) for u in units],
+            name,
+            bool(resume),
+            bool(overwrite),
+            callback,
+        )
+    finally:
+        close()
+    out = Levels(Array(a) for a in arrays)
+    out.stats = stats
+    return out
+
+
+def pyramid(
+    source: Any,
+    dest: str | os.PathLike[str] | Any,
+    *,
+    factors: Sequence[int],
+    levels: int | None = None,
+    method: str = "mean",
+    chunks: Shapes | None = None,
+    shards: Shapes | None = None,
+    compressor: str | None = "zstd",
+    compression_level: int | None = None,
+    axes: Sequence[str] | None = None,
+    units: Sequence[str | None] | None = None,
+    name: str | None = None,
+    progress: bool | Callable[[dict[str, Any]], Any] = False,
+    overwrite: bool = False,
+    resume: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Levels:
+    """Build the multiscale pyramid of ``source`` as an OME-Zarr 0.5 image at ``dest``, in
+    one pass: every source element is read once, every level's shards are written once
+    each (one put), and memory stays bounded by the shard and chunk shapes and the number of
+    levels, never by the array size. ``dest/0`` is the full resolution (re-sharded as
+    asked), ``dest/1``, ``dest/2``, … each downsampled by ``factors`` from the one before
+    (as ``ts.downsample`` would: blocks start at 0, a partial block at an edge uses the
+    elements present, integer means round half to even). The group's ``zarr.json`` (the
+    OME ``multiscales``) is written last, so an image with it is complete.
+
+    A job that was killed leaves only whole shards: rerun with ``resume=True`` to write
+    only the missing ones (``stats["shards_skipped"]`` counts the others).
+
+    Args:
+        source: a path or URL of a Zarr v2/v3 array, a ``zarr.Array``, a shardwright
+            ``Array``, or any object with ``.shape``, ``.dtype`` and numpy-style slicing
+            (numpy, TensorStore, dask, h5py: sliced block by block).
+        dest: a local path, an object-store URL, or a zarr-python store.
+        factors: the downsampling factor per axis (1: that axis is kept).
+        levels: levels including level 0; ``None``: add levels while they shrink (stop at
+            the first level a further downsampling would leave unchanged).
+        method: ``"mean"``, ``"min"``, ``"max"``, ``"mode"``, ``"median"`` (the lower
+            median) or ``"stride"`` (the first element of each block).
+        chunks, shards: the inner-chunk and shard shape, one for every level (clipped to a
+            smaller level) or a list with one per level. Defaults: chunks 64 along z, y, x
+            for 3-d images (256 along y, x for 2-d), 1 along time and channel; shards 4
+            chunks along each space axis.
+        compressor, compression_level: as for :func:`shardwright.create`.
+        axes: OME axis names; default the last ``ndim`` of ``t, c, z, y, x``.
+        units: an OME unit per axis (``"micrometer"``, ``"second"``, or ``None``).
+        name: the multiscale's name (default: the destination's last path part).
+        progress: ``True`` for a bar on stderr (tqdm when installed), or a callable that
+            receives a dict after each shard: ``level``, ``shards_done``, ``shards_total``,
+            per-level lists of both, ``bytes_read``, ``bytes_written``.
+        overwrite: replace whatever is at ``dest`` (only after every setting was checked).
+        resume: continue a job that stopped (the settings must be the same).
+        storage_options: object-store options for URL sources and destinations.
+
+    Returns:
+        The level arrays (a ``list`` with ``.stats``).
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> data = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
+    >>> levels = sw.pyramid(data, tempfile.mkdtemp() + "/img.zarr", factors=(2, 2), levels=3,
+    ...                     chunks=(16, 16))
+    >>> [a.shape for a in levels]
+    [(64, 64), (32, 32), (16, 16)]
+    >>> int(levels[1][0, 0]), levels.stats["bytes_read"]
+    (32, 8192)
+    """
+    return _build(
+        "pyramid",
+        source,
+        dest,
+        factors=factors,
+        levels=levels,
+        method=method,
+        chunks=chunks,
+        shards=shards,
+        compressor=compressor,
+        compression_level=compression_level,
+        axes=axes,
+        units=units,
+        name=name,
+        progress=progress,
+        overwrite=overwrite,
+        resume=resume,
+        storage_options=storage_options,
+    )
+
+
+def copy(
+    source: Any,
+    dest: str | os.PathLike[str] | Any,
+    *,
+    chunks: Sequence[int] | None = None,
+    shards: Sequence[int] | None = None,
+    compressor: str | None = "zstd",
+    compression_level: int | None = None,
+    axes: Sequence[str] | None = None,
+    progress: bool | Callable[[dict[str, Any]], Any] = False,
+    overwrite: bool = False,
+    resume: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Array:
+    """Copy ``source`` (as for :func:`pyramid`: a Zarr v2/v3 array or anything sliceable)
+    into one sharded Zarr v3 array at ``dest``, re-chunked and re-sharded, in one pass and
+    bounded memory; ``axes`` become its ``dimension_names``. Each shard is stored once; a
+    killed copy resumes with ``resume=True``. Returns the array.
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> a = sw.copy(np.ones((10, 10), "int8"), tempfile.mkdtemp() + "/c.zarr",
+    ...             chunks=(4, 4), shards=(8, 8))
+    >>> a.shards, int(a[9, 9])
+    ((8, 8), 1)
+    """
+    levels = _build(
+        "copy",
+        source,
+        dest,
+        factors=[],
+        levels=None,
+        method="stride",
+        chunks=chunks,
+        shards=shards,
+        compressor=compressor,
+        compression_level=compression_level,
+        axes=axes,
+        units=None,
+        name=None,
+        progress=progress,
+        overwrite=overwrite,
+        resume=resume,
+        storage_options=storage_options,
+    )
+    return levels[0]
