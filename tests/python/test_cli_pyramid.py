@@ -132,6 +132,10 @@ def test_existing_destination_and_missing_source(tmp_path, source):
     assert (tmp_path / "p.zarr" / "keep.txt").exists()
     out = cli("copy", tmp_path / "nothing.zarr", tmp_path / "c.zarr")
     assert out.returncode == 1 and "no Zarr array" in out.stderr
+    out = cli(
+        "pyramid", tmp_path / "p.zarr" / "0", tmp_path / "p.zarr", "--factors", "2", "--overwrite"
+    )
+    assert out.returncode == 1 and "overlap: --overwrite would delete the source" in out.stderr
     out = cli("pyramid", "--help")
     assert out.returncode == 0 and "--resume" in out.stdout and "--factors" in out.stdout
 
@@ -171,7 +175,18 @@ def test_killed_cli_pyramid_finishes_with_resume(tmp_path):
         "-q",
     ]
     proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, text=True)
-    time.sleep(random.Random(4).uniform(0.4, 0.7))  # the run takes about 1.5 s
+    deadline = time.monotonic() + 60
+
+    def stored() -> bool:
+        chunks = dest / "0" / "c"
+        return chunks.exists() and any(
+            p.is_file() and not p.name.startswith(".") for p in chunks.rglob("*")
+        )
+
+    while not stored():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    time.sleep(random.Random(4).uniform(0.0, 0.3))  # the run takes about 1.5 s
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     out = subprocess.run([str(a) for a in [*args, "--resume"]], capture_output=True, text=True)

@@ -88,7 +88,18 @@ def check_whole(level_dir: Path, want: np.ndarray) -> int:
     return len(shards)
 
 
+def first_shard_stored(dest: Path, timeout: float = 60) -> None:
+    """Wait until the run has stored its first shard (so a kill lands mid-run)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(stored_shards(dest / "0")) or any(stored_shards(dest)):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"no shard stored under {dest} within {timeout} s")
+
+
 def kill_at_random(tmp_path: Path, kind: str, delay: float) -> Path:
+    """Start a build, wait for its first shard, wait `delay` more, SIGKILL it."""
     dest = tmp_path / "out.zarr"
     script = tmp_path / "run.py"
     script.write_text(RUN)
@@ -97,16 +108,17 @@ def kill_at_random(tmp_path: Path, kind: str, delay: float) -> Path:
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "started"
+    first_shard_stored(dest)
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL, "the build ended before the kill"
     return dest
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_pyramid_killed_at_random_resumes_to_the_right_data(tmp_path, seed):
     want = expected_levels()
-    delay = random.Random(seed).uniform(0.2, 2.5)
+    delay = random.Random(seed).uniform(0.0, 0.6)  # the whole run takes about 2 s
     dest = kill_at_random(tmp_path, "pyramid", delay)
     before = [check_whole(dest / str(k), want[k]) for k in range(LEVELS)]
     exec_globals: dict = {}
@@ -122,6 +134,7 @@ def test_pyramid_killed_at_random_resumes_to_the_right_data(tmp_path, seed):
         resume=True,
     )
     totals = [sum(1 for _ in a.iter_shards()) for a in levels]
+    assert 0 < sum(before) < sum(totals)  # killed mid-run
     assert levels.stats["shards_skipped"] == before
     assert levels.stats["shards_written"] == [t - b for t, b in zip(totals, before, strict=True)]
     assert levels.stats["puts"] == sum(totals) - sum(before)  # only the missing shards
@@ -133,7 +146,7 @@ def test_pyramid_killed_at_random_resumes_to_the_right_data(tmp_path, seed):
 
 
 def test_copy_killed_resumes(tmp_path):
-    dest = kill_at_random(tmp_path, "copy", 0.8)
+    dest = kill_at_random(tmp_path, "copy", 0.2)
     data = source_data()
     before = check_whole(dest, data)
     exec_globals: dict = {}
@@ -143,7 +156,7 @@ def test_copy_killed_resumes(tmp_path):
     )
     np.testing.assert_array_equal(np.asarray(copied), data)
     assert check_whole(dest, data) == sum(1 for _ in copied.iter_shards())
-    assert before < sum(1 for _ in copied.iter_shards())
+    assert 0 < before < sum(1 for _ in copied.iter_shards())
 
 
 def test_resume_with_other_settings_is_refused(tmp_path):
@@ -214,7 +227,7 @@ def test_memory_is_bounded_and_flat_as_the_source_grows(tmp_path):
     assert big_read == 4 * small_read == 256 * 2**20
     assert big_read >= 8 * bound  # the source is far larger than the bound
     # the peak grows by less than the bound (plus allocator slack), and not with the source
-    assert big_growth < bound / 2**20 + 24, results
+    assert big_growth < bound / 2**20 + 8, results
     assert big_growth - small_growth < 12, results
 
 
@@ -331,6 +344,7 @@ def test_bad_sources_and_existing_destinations(tmp_path):
 
     with pytest.raises(OSError, match="disk on fire"):
         sw.pyramid(Broken(), tmp_path / "b.zarr", factors=(2, 2))
+    assert not (tmp_path / "b.zarr").exists()  # the source is tried before anything is written
 
     class WrongShape(Broken):
         def __getitem__(self, key):
@@ -338,3 +352,18 @@ def test_bad_sources_and_existing_destinations(tmp_path):
 
     with pytest.raises(sw.ShapeError, match=r"shape \(1, 1\) for \[0:8, 0:8\]"):
         sw.pyramid(WrongShape(), tmp_path / "w.zarr", factors=(2, 2))
+    assert not [p for p in (tmp_path / "w.zarr").rglob("*") if p.is_file() and "/c/" in str(p)]
+
+
+def test_overwrite_never_deletes_the_source(tmp_path):
+    levels = sw.pyramid(np.ones((16, 16), "u1"), tmp_path / "p.zarr", factors=(2, 2))
+    for source, dest in [
+        (tmp_path / "p.zarr" / "0", tmp_path / "p.zarr"),
+        (levels[0], tmp_path / "p.zarr"),
+        (tmp_path / "p.zarr" / "0", tmp_path / "p.zarr" / "0"),
+    ]:
+        with pytest.raises(ValueError, match="overlap: overwrite=True would delete the source"):
+            sw.pyramid(source, dest, factors=(2, 2), overwrite=True)
+        with pytest.raises(ValueError, match="overlap"):
+            sw.copy(source, dest, overwrite=True)
+    assert int(sw.open(tmp_path / "p.zarr" / "0")[3, 3]) == 1

@@ -100,6 +100,9 @@ fn prepare(
     ),
     Failure,
 > {
+    if common.overwrite {
+        refuse_overlap(&common.src, &common.dst)?;
+    }
     let storage = location::options(&common.storage_options)?;
     let source = location::open_source(&common.src, &storage)?;
     let compressor = match common.compressor.as_str() {
@@ -129,6 +132,30 @@ fn prepare(
         .into());
     }
     Ok((source, dest, options))
+}
+
+/// `--overwrite` must not delete the source: refuse a destination that is, holds or lies
+/// inside the source.
+fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
+    let canonical = |t: &str| -> String {
+        if t.contains("://") && !t.starts_with("file://") {
+            return t.trim_end_matches('/').to_string();
+        }
+        let path = std::path::Path::new(t.strip_prefix("file://").unwrap_or(t));
+        std::fs::canonicalize(path)
+            .unwrap_or_else(|_| std::path::absolute(path).unwrap_or(path.to_path_buf()))
+            .display()
+            .to_string()
+    };
+    let (s, d) = (canonical(src), canonical(dst));
+    if s == d || s.starts_with(&format!("{d}/")) || d.starts_with(&format!("{s}/")) {
+        return Err(format!(
+            "the source '{src}' and the destination '{dst}' overlap: --overwrite would delete \
+             the source before it is read; write to another place"
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// The last part of a path or URL (the image's default name).

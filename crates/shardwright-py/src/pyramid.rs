@@ -247,7 +247,7 @@ impl Destination {
         match self {
             Self::Folder(root) => {
                 if root.exists() {
-                    std::fs::remove_dir_all(root).map_err(|e| {
+                    py.detach(|| std::fs::remove_dir_all(root)).map_err(|e| {
                         error(format!(
                             "cannot remove '{}' to overwrite it: {e}",
                             root.display()
@@ -377,7 +377,18 @@ pub(crate) fn build<'py>(
                 .filter(|s| !s.is_empty())
                 .map(String::from)
         });
-        driver::check(source.inner.as_ref(), &build_options, as_pyramid).py()?;
+        // without the GIL: the check reads one element (a callback source takes the GIL
+        // itself; a store may be served by Python threads of this process)
+        let checked =
+            py.detach(|| driver::check(source.inner.as_ref(), &build_options, as_pyramid));
+        if let Err(e) = checked {
+            let kept = source
+                .raised
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            return Err(kept.unwrap_or_else(|| crate::errors::to_py(e)));
+        }
         let destination = match (root, url, adapter) {
             (Some(root), _, _) => Destination::Folder(root),
             (None, Some(url), None) => {

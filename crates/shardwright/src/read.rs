@@ -126,9 +126,10 @@ fn read_in_shard(
 }
 
 /// Read `region` as [`read_region`] does, fetching from each shard only what the region
-/// needs: a shard the region covers less than half of is read as its index (one ranged
-/// get at its start or end) plus one ranged get per inner chunk met; other shards with
-/// one get. Returns the elements and the encoded bytes fetched. Shards are read one after
+/// needs: a shard the region covers only in part is read as its index (one ranged get at
+/// its start or end, kept in the cache of [`read_region_cached`]) plus one ranged get per
+/// inner chunk met, so reading a shard region by region fetches each chunk once; a shard
+/// covered whole with one get. Returns the elements and the encoded bytes fetched. Shards are read one after
 /// another, so memory holds the result plus one shard's pieces.
 ///
 /// ```
@@ -231,21 +232,25 @@ pub fn read_region_cached(
     let mut fetched = 0;
     for shard_domain in layout.shard_grid().cells_meeting(region) {
         let within = shard_domain.intersect(region).expect("shard meets region");
-        let pieces = if layout.is_sharded() && 2 * within.size() < shard_domain.size() {
-            ranged_pieces(
+        if layout.is_sharded() && within.size() < shard_domain.size() {
+            let target = Target {
+                out: &mut out,
+                region,
+            };
+            read_ranged(
                 store,
                 layout,
                 path,
                 &shard_domain,
                 &within,
                 cache,
+                target,
                 &mut fetched,
-            )?
-        } else {
-            let (pieces, stored) = read_in_shard(store, layout, path, &shard_domain, region)?;
-            fetched += stored;
-            pieces
-        };
+            )?;
+            continue;
+        }
+        let (pieces, stored) = read_in_shard(store, layout, path, &shard_domain, region)?;
+        fetched += stored;
         for (piece, bytes) in pieces {
             let at = piece.relative_to(region).expect("piece inside region");
             let zero = vec![0; piece.ndim()];
@@ -264,24 +269,33 @@ pub fn read_region_cached(
     Ok((out, fetched))
 }
 
-/// The stored pieces of `within` (a part of the shard `shard_domain`), fetched with ranged
-/// gets: the index, then each inner chunk met.
-fn ranged_pieces(
+/// Where ranged reads land: the result buffer of `region`.
+struct Target<'a> {
+    out: &'a mut [u8],
+    region: &'a Domain,
+}
+
+/// Read the stored parts of `within` (a part of the shard `shard_domain`) into the
+/// target with ranged gets, the index first (or from `cache`), then each inner chunk
+/// met, each decoded chunk copied straight into place.
+#[allow(clippy::too_many_arguments)]
+fn read_ranged(
     store: &dyn Store,
     layout: &Layout,
     path: &str,
     shard_domain: &Domain,
     within: &Domain,
     cache: &IndexCache,
+    target: Target<'_>,
     fetched: &mut u64,
-) -> Result<Vec<Piece>> {
+) -> Result<()> {
     let index = shard_domain.index().expect("grid cells carry their index");
     let key = join(path, &layout.shard_key(index));
     let ranges = match cache.get(&key) {
         Some(ranges) => ranges,
         None => {
             let Some(ranges) = read_index(store, layout, &key, fetched)? else {
-                return Ok(Vec::new());
+                return Ok(());
             };
             let ranges = std::sync::Arc::new(ranges);
             cache.put(&key, std::sync::Arc::clone(&ranges));
@@ -289,7 +303,6 @@ fn ranged_pieces(
         }
     };
     let elem = layout.element_size();
-    let mut pieces = Vec::new();
     for chunk_domain in layout.chunk_grid().cells_meeting(within) {
         let chunk_index = chunk_domain.index().expect("grid cells carry their index");
         let Some(range) = ranges[layout.slot_in_shard(chunk_index)].clone() else {
@@ -301,23 +314,24 @@ fn ranged_pieces(
         *fetched += encoded.len() as u64;
         let piece = chunk_domain.intersect(within).expect("chunk meets region");
         let raw = chunk::decode(layout, &encoded).map_err(|e| e.in_shard(&key))?;
-        let at = piece
+        let from = piece
             .relative_to(&chunk_domain)
             .expect("piece inside chunk");
-        let mut bytes = buffer::zeroed(buffer::size_of(piece.size(), elem)?)?;
+        let to = piece
+            .relative_to(target.region)
+            .expect("piece inside region");
         copy_block(
             &raw,
             layout.chunk_shape(),
-            at.origin(),
-            &mut bytes,
-            piece.shape(),
-            &vec![0; piece.ndim()],
+            from.origin(),
+            target.out,
+            target.region.shape(),
+            to.origin(),
             piece.shape(),
             elem,
         );
-        pieces.push((piece, bytes));
     }
-    Ok(pieces)
+    Ok(())
 }
 
 /// The chunk ranges of the shard at `key` from its index (a size and a ranged get), or

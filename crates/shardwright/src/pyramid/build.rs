@@ -127,13 +127,25 @@ pub struct Report {
 /// [`Error::Pyramid`] naming what does not fit.
 pub fn check(source: &dyn Source, options: &BuildOptions, as_pyramid: bool) -> Result<Plan> {
     let shape = source.shape();
-    if as_pyramid {
+    let plan = if as_pyramid {
         let plan = options.request.plan(&shape, &source.data_type())?;
         ome::group_metadata(&plan, "image", options.units.as_deref(), None)?;
-        Ok(plan)
+        plan
     } else {
-        Ok(copy_request(&options.request, shape.len()).plan(&shape, &source.data_type())?)
+        copy_request(&options.request, shape.len()).plan(&shape, &source.data_type())?
+    };
+    // A source that cannot be read fails here, before anything is written or removed.
+    let first = Domain::new(vec![0; shape.len()], vec![1; shape.len()]);
+    let element = element_size(&source.data_type()).unwrap_or(0);
+    let probe = source.read(&first)?;
+    if probe.len() != element {
+        return Err(super::source::source_error(
+            &first,
+            format!("it gave {} bytes, expected {element}", probe.len()),
+        )
+        .into());
     }
+    Ok(plan)
 }
 
 /// A copy's plan request: one level, no downsampling.
@@ -354,6 +366,7 @@ fn run(
         },
         puts: 0,
         gets: 0,
+        stopped: false,
     };
     let outcome = std::thread::scope(|scope| {
         let (send, receive) = mpsc::sync_channel::<std::result::Result<_, PyramidError>>(2);
@@ -387,13 +400,26 @@ fn run(
             Ok(())
         })();
         drop(receive);
-        let _ = reader.join();
-        result
+        let joined = reader.join().map_err(|panic| {
+            Error::Pyramid(PyramidError::Source {
+                region: "(the reader)".into(),
+                message: crate::error::panic_message(&*panic),
+            })
+        });
+        result.and(joined)
     });
     let finish = driver.finish(progress);
     outcome?;
     finish?;
-    if driver.writers.iter().any(|w| !w.is_empty()) || driver.blocks.iter().any(|b| !b.is_empty()) {
+    let incomplete = arrays
+        .iter()
+        .zip(&stored)
+        .zip(&driver.progress.shards_done)
+        .any(|((array, skipped), done)| done + skipped.len() as u64 != array.shard_grid().len());
+    if incomplete
+        || driver.writers.iter().any(|w| !w.is_empty())
+        || driver.blocks.iter().any(|b| !b.is_empty())
+    {
         return Err(Error::Pyramid(PyramidError::invalid(
             "internal error: the source's blocks did not complete every shard",
         )));

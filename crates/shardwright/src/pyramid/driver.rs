@@ -34,10 +34,13 @@ pub(super) struct Driver<'a> {
     pub(super) progress: Progress,
     pub(super) puts: u64,
     pub(super) gets: u64,
+    /// The progress callback asked to stop: it is not called again.
+    pub(super) stopped: bool,
 }
 
 impl Driver<'_> {
-    /// Handle a complete block of level `k`: write it, then feed the level above.
+    /// Handle a complete block of level `k`: downsample it for the level above, write it,
+    /// then feed the level above.
     pub(super) fn process(
         &mut self,
         k: usize,
@@ -45,28 +48,34 @@ impl Driver<'_> {
         data: Vec<u8>,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
-        self.write_level(k, &block, &data, progress)?;
         let plan = self.walk.plan;
-        if k + 1 >= plan.levels.len() {
-            return Ok(());
-        }
+        let above = k + 1 < plan.levels.len();
         let region = plan.downsampled(&block);
-        let grid = plan.levels[k + 1].block_grid();
-        let parents: Vec<Domain> = grid
-            .cells_meeting(&region)
-            .filter(|b| self.walk.needed(k + 1, b))
-            .collect();
-        if parents.is_empty() {
-            return Ok(());
-        }
-        let down = downsample::downsample(
-            &data,
-            block.shape(),
-            &plan.factors,
-            self.data_type,
-            plan.method,
-        )
-        .map_err(PyramidError::from)?;
+        let grid = if above {
+            plan.levels[k + 1].block_grid()
+        } else {
+            plan.levels[k].block_grid()
+        };
+        let parents: Vec<Domain> = if above {
+            grid.cells_meeting(&region)
+                .filter(|b| self.walk.needed(k + 1, b))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let down = if parents.is_empty() {
+            Vec::new()
+        } else {
+            downsample::downsample(
+                &data,
+                block.shape(),
+                &plan.factors,
+                self.data_type,
+                plan.method,
+            )
+            .map_err(PyramidError::from)?
+        };
+        self.write_level(k, &block, &data, progress)?;
         drop(data);
         for parent in parents {
             let linear = grid.linear_index(parent.index().expect("indexed"));
@@ -125,6 +134,9 @@ impl Driver<'_> {
                     v.insert((array.shard_writer(&shard)?, shard.size()))
                 }
             };
+            // copied into the writer's pooled chunk buffers: handing the block over
+            // instead saved 3% of the time but raised peak RSS by 30 MiB (1 MiB buffers
+            // freed on other threads are kept by the allocator)
             writer.write_region_of(&part, data, block)?;
             *left -= part.size();
             if *left == 0 {
@@ -148,9 +160,13 @@ impl Driver<'_> {
         self.progress.bytes_written += stats.bytes_written;
         self.progress.shards_done[level] += 1;
         self.progress.level = level;
+        if self.stopped {
+            return Ok(());
+        }
         if progress(&self.progress) {
             Ok(())
         } else {
+            self.stopped = true;
             Err(PyramidError::Stopped.into())
         }
     }

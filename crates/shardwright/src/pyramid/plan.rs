@@ -367,17 +367,17 @@ impl Plan {
     }
 
     /// The bound on the raw bytes the driver holds at once, for elements of `element_size`
-    /// bytes: per level, two blocks (one being read or assembled, one being downsampled),
-    /// plus the partial blocks of the next level being assembled (one block per level
-    /// when blocks nest, as they do with the same chunk shape on every level). The shard
-    /// writers add their encoders' in-flight chunks and, where a shard's index is at its
-    /// start, its encoded bytes.
+    /// bytes: per level, four blocks (at level 0 one being read, two waiting in the
+    /// reader's queue and one being written and downsampled; above, the block being
+    /// assembled and the pieces downsampled into it), when blocks nest, as they do with
+    /// one chunk shape for every level. The shard writers add their encoders' in-flight
+    /// chunks (see [`memory_bound`](Self::memory_bound)).
     ///
     /// ```
     /// use shardwright::pyramid::plan::PlanRequest;
     /// let request = PlanRequest { factors: vec![2, 2], levels: Some(2), chunks: Some(vec![vec![64, 64]]), ..Default::default() };
     /// let plan = request.plan(&[1024, 1024], "uint8").unwrap();
-    /// assert_eq!(plan.raw_bytes_bound(1), 2 * 3 * 64 * 64);
+    /// assert_eq!(plan.raw_bytes_bound(1), 2 * 4 * 64 * 64);
     /// ```
     #[must_use]
     pub fn raw_bytes_bound(&self, element_size: usize) -> u64 {
@@ -390,7 +390,7 @@ impl Plan {
                     .zip(&l.shape)
                     .map(|(b, s)| (*b).min(*s))
                     .product();
-                3 * block * element_size as u64
+                4 * block * element_size as u64
             })
             .sum()
     }
@@ -401,7 +401,7 @@ impl Plan {
     /// each writer open or committing holds at most `2 × threads` of them, and there is one
     /// open writer per level (when blocks nest) plus `commits_in_flight` committing. In all:
     ///
-    /// `Σ_k 3·block_k + (levels + commits_in_flight) · 2·threads · max_k chunk_k` bytes,
+    /// `Σ_k 4·block_k + (levels + commits_in_flight) · 2·threads · max_k chunk_k` bytes,
     ///
     /// with `block_k = lcm(chunk_k, factors)` — the shard and chunk shapes and the number of
     /// levels, never the array size. Encoded bytes go to each shard's staging file (or,
@@ -411,7 +411,7 @@ impl Plan {
     /// use shardwright::pyramid::plan::PlanRequest;
     /// let request = PlanRequest { factors: vec![2, 2], levels: Some(2), chunks: Some(vec![vec![64, 64]]), ..Default::default() };
     /// let plan = request.plan(&[1024, 1024], "uint8").unwrap();
-    /// assert_eq!(plan.memory_bound(1, 2, 4), 2 * 3 * 4096 + (2 + 4) * 2 * 2 * 4096);
+    /// assert_eq!(plan.memory_bound(1, 2, 4), 2 * 4 * 4096 + (2 + 4) * 2 * 2 * 4096);
     /// ```
     #[must_use]
     pub fn memory_bound(
