@@ -58,6 +58,7 @@ cargo run --release --quiet -p shardwright-cli -- demo
 cargo run --release --quiet -p shardwright-cli -- bench --size 64 --shards 32 --chunks 8 --repeat 1
 python benchmarks/bench.py --size tiny --repeat 1 --json "$(mktemp -d)/bench.json" >/dev/null
 python benchmarks/bench_partial.py --size tiny >/dev/null
+python benchmarks/bench_pyramid.py --size tiny --cases shardwright,ts_loop,ts_whole,compress --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$(mktemp -d)" >/dev/null
 python benchmarks/bench_s3.py --size tiny --repeat 1 >/dev/null
 python benchmarks/per_chunk.py >/dev/null
 echo "== all tests passed"
