@@ -151,8 +151,12 @@ def test_map_chunks_wrong_shape_from_fn(tmp_path):
     assert (a[...] == 0).all()
 
 
-def test_map_chunks_progress_is_one_line_per_update_off_a_terminal(tmp_path, capsys):
+def test_map_chunks_progress_is_one_line_per_update_off_a_terminal(tmp_path, capsys, monkeypatch):
     # Used to print "shardwright: 1/8 shardsshardwright: 2/8 shards..." on one line.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # the plain bar, tqdm installed or not
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(2, 8))
     a.map_chunks(lambda c: 1, progress=True)
     lines = capsys.readouterr().err.splitlines()
