@@ -134,7 +134,25 @@ def _sliced(source: Any) -> Any:
         dims = [operator.index(n) for n in tuple(shape)]
     except TypeError as err:
         raise TypeError(f"source.shape must be integers; got {shape!r}") from err
-    return _core.Source.of_object(source, dims, _dtype_name(dtype))
+    return _core.Source.of_object(source, dims, _dtype_name(dtype), _read_grain(source, len(dims)))
+
+
+def _read_grain(source: Any, ndim: int) -> list[int] | None:
+    """The chunk shape ``source`` reads whole, where it says one: ``.chunks`` as a tuple of
+    ints (zarr-python: the inner chunks of a sharded array; h5py), dask's ``.chunksize``,
+    TensorStore's read chunk."""
+    candidates = [getattr(source, "chunksize", None), getattr(source, "chunks", None)]
+    layout = getattr(source, "chunk_layout", None)
+    if layout is not None:
+        candidates.append(getattr(getattr(layout, "read_chunk", None), "shape", None))
+    for found in candidates:
+        try:
+            grain = [operator.index(n) for n in found]  # type: ignore[union-attr]
+        except TypeError:
+            continue
+        if len(grain) == ndim and all(n > 0 for n in grain):
+            return grain
+    return None
 
 
 def _ints(values: Sequence[int], what: str, minimum: int) -> list[int]:

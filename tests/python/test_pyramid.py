@@ -207,6 +207,97 @@ def test_one_pass_every_element_read_once(tmp_path):
     assert levels.stats["puts"] == sum(per_level)  # one put per shard
 
 
+class ChunkedSource(CountingSource):
+    """A counting source that says it reads whole chunks (as zarr-python's and h5py's
+    ``.chunks`` do)."""
+
+    def __init__(self, data: np.ndarray, chunks: tuple[int, ...]) -> None:
+        super().__init__(data)
+        self.chunks = chunks
+
+
+@pytest.mark.parametrize("kind", ["object", "path-v2", "path-v3-sharded", "zarr-array"])
+def test_source_chunks_larger_than_the_blocks_are_read_once(tmp_path, kind):
+    """A v2 volume chunked (32, 64, 64) pyramided into (8, 16, 16) chunks: each source chunk
+    is read once, not once per block it meets (4 · 4 · 4 = 64 times here)."""
+    data = np.random.default_rng(5).integers(0, 4000, (64, 96, 128), dtype="uint16")
+    grain = (32, 64, 64)
+    if kind == "object":
+        source = ChunkedSource(data, grain)
+    elif kind == "path-v2":
+        z = zarr.create_array(
+            tmp_path / "s.zarr", shape=data.shape, dtype="uint16", chunks=grain, zarr_format=2
+        )
+        z[...] = data
+        source = tmp_path / "s.zarr"
+    elif kind == "path-v3-sharded":
+        z = zarr.create_array(
+            tmp_path / "s.zarr",
+            shape=data.shape,
+            dtype="uint16",
+            chunks=grain,
+            shards=(64, 128, 128),
+        )
+        z[...] = data
+        source = tmp_path / "s.zarr"
+    else:
+        source = zarr.create_array({}, shape=data.shape, dtype="uint16", chunks=grain)
+        source[...] = data
+    levels = sw.pyramid(
+        source,
+        tmp_path / "p.zarr",
+        factors=(2, 2, 2),
+        levels=3,
+        chunks=(8, 16, 16),
+        shards=(16, 32, 32),
+    )
+    for k, want in enumerate(ts_levels(data, (2, 2, 2), 3, "mean")):
+        np.testing.assert_array_equal(np.asarray(levels[k]), want)
+    assert levels.stats["bytes_read"] == data.nbytes  # each chunk once
+    if kind == "object":
+        _probe, *reads = source.reads
+        cells = {tuple((k.start, k.stop) for k in key) for key in reads}
+        assert len(cells) == len(reads) == 2 * 2 * 2  # every read a whole chunk, once
+        assert all(k.start % g == 0 for key in reads for k, g in zip(key, grain, strict=True))
+
+
+def test_resume_refuses_another_method_or_axes(tmp_path):
+    data = np.random.default_rng(6).integers(0, 100, (2, 16, 16), dtype="uint16")
+    dest = tmp_path / "p.zarr"
+    sw.pyramid(
+        data, dest, factors=(1, 2, 2), levels=2, chunks=(1, 4, 4), shards=(1, 8, 8), method="mean"
+    )
+    attrs = json.loads((dest / "1" / "zarr.json").read_text())["attributes"]
+    assert attrs["shardwright"] == {"level": 1, "factors": [1, 2, 2], "method": "mean"}
+    with pytest.raises(sw.ShardwrightError, match=r"cannot resume into .*\"method\":\"max\""):
+        sw.pyramid(
+            data,
+            dest,
+            factors=(1, 2, 2),
+            levels=2,
+            chunks=(1, 4, 4),
+            shards=(1, 8, 8),
+            method="max",
+            resume=True,
+        )
+    with pytest.raises(sw.ShardwrightError, match=r"cannot resume into .*its axes are"):
+        sw.pyramid(
+            data,
+            dest,
+            factors=(1, 2, 2),
+            levels=2,
+            chunks=(1, 4, 4),
+            shards=(1, 8, 8),
+            method="mean",
+            axes=("t", "y", "x"),
+            resume=True,
+        )
+    again = sw.pyramid(
+        data, dest, factors=(1, 2, 2), levels=2, chunks=(1, 4, 4), shards=(1, 8, 8), resume=True
+    )
+    assert sum(again.stats["shards_written"]) == 0
+
+
 @pytest.mark.parametrize("kind", ["path-v3", "path-v2", "zarr-array", "sw-array", "tensorstore"])
 def test_sources(tmp_path, kind):
     data = np.random.default_rng(3).integers(0, 5000, (30, 50), dtype="uint16")

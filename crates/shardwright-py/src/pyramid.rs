@@ -27,10 +27,15 @@ struct ObjectSource {
     object: Py<PyAny>,
     shape: Vec<u64>,
     dtype: String,
+    grain: Option<Vec<u64>>,
     raised: Raised,
 }
 
 impl Source for ObjectSource {
+    fn read_grain(&self) -> Option<Vec<u64>> {
+        self.grain.clone()
+    }
+
     fn shape(&self) -> Vec<u64> {
         self.shape.clone()
     }
@@ -177,15 +182,24 @@ impl PySource {
     }
 
     /// Any object with `.shape`, `.dtype` and numpy-style slicing: `object[a:b, c:d]` is
-    /// read for each block (turned into `dtype` under numpy's `same_kind` rule).
+    /// read for each block (turned into `dtype` under numpy's `same_kind` rule). `grain`:
+    /// the object's chunk shape, if it reads whole chunks (blocks that cut its chunks are
+    /// then cut from chunks read once each).
     #[staticmethod]
-    fn of_object(object: Py<PyAny>, shape: Vec<u64>, dtype: String) -> Self {
+    #[pyo3(signature = (object, shape, dtype, grain=None))]
+    fn of_object(
+        object: Py<PyAny>,
+        shape: Vec<u64>,
+        dtype: String,
+        grain: Option<Vec<u64>>,
+    ) -> Self {
         let raised = Raised::default();
         Self {
             inner: Arc::new(ObjectSource {
                 object,
                 shape,
                 dtype,
+                grain,
                 raised: Arc::clone(&raised),
             }),
             raised,

@@ -96,6 +96,7 @@ pub struct ArraySpec {
     compressor: Compressor,
     index_location: IndexLocation,
     dimension_names: Option<Vec<String>>,
+    attributes: serde_json::Map<String, Value>,
 }
 
 impl ArraySpec {
@@ -113,6 +114,7 @@ impl ArraySpec {
             compressor: Compressor::Zstd { level: 0 },
             index_location: IndexLocation::End,
             dimension_names: None,
+            attributes: serde_json::Map::new(),
         }
     }
 
@@ -148,6 +150,20 @@ impl ArraySpec {
     #[must_use]
     pub fn dimension_names(mut self, names: Vec<String>) -> Self {
         self.dimension_names = Some(names);
+        self
+    }
+
+    /// The array's user attributes (the `attributes` of its `zarr.json`).
+    ///
+    /// ```
+    /// use shardwright::ArraySpec;
+    /// let attrs = serde_json::json!({"units": "nm"}).as_object().unwrap().clone();
+    /// let json = ArraySpec::new(vec![4], "uint8", vec![2]).attributes(attrs).to_json().unwrap();
+    /// assert!(json.contains("\"units\": \"nm\""));
+    /// ```
+    #[must_use]
+    pub fn attributes(mut self, attributes: serde_json::Map<String, Value>) -> Self {
+        self.attributes = attributes;
         self
     }
 
@@ -224,7 +240,7 @@ impl ArraySpec {
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
             "fill_value": fill_json,
             "codecs": codecs,
-            "attributes": {},
+            "attributes": self.attributes,
             "zarr_format": 3,
             "node_type": "array",
             "storage_transformers": [],

@@ -17,6 +17,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::driver::Driver;
+use super::grain::GrainReader;
 use super::walk::Walk;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -91,8 +92,9 @@ pub struct Progress {
 pub struct Report {
     /// The written arrays, level 0 first.
     pub levels: Vec<Array>,
-    /// Raw bytes read from the source (each element once: the source's size, less what a
-    /// resumed run skipped).
+    /// Raw bytes read from the source: each element once (the source's size, less what a
+    /// resumed run skipped), unless source chunks larger than level 0's blocks had to be
+    /// read again (see [`Source::read_grain`]).
     pub bytes_read: u64,
     /// Bytes stored (shards and metadata).
     pub bytes_written: u64,
@@ -106,7 +108,9 @@ pub struct Report {
     pub gets: u64,
     /// Wall time.
     pub seconds: f64,
-    /// The bound on the raw bytes held at once ([`Plan::memory_bound`]).
+    /// The bound on the raw bytes held at once: [`Plan::memory_bound`], plus the source
+    /// chunks held while the blocks they meet are served, when the source's chunks do not
+    /// nest in level 0's blocks ([`Source::read_grain`]).
     pub memory_bound: u64,
 }
 
@@ -240,11 +244,12 @@ fn level_arrays(
 ) -> Result<Vec<Array>> {
     let data_type = source.data_type();
     let mut arrays = Vec::with_capacity(paths.len());
-    for (level, path) in plan.levels.iter().zip(paths) {
+    for (k, (level, path)) in plan.levels.iter().zip(paths).enumerate() {
         let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
             .shards(level.shards.clone())
             .compressor(options.compressor)
-            .dimension_names(plan.axes.clone());
+            .dimension_names(plan.axes.clone())
+            .attributes(settings_record(plan, k));
         match source.fill_value() {
             Some(fill) => spec = spec.fill_value(fill),
             None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
@@ -253,7 +258,7 @@ fn level_arrays(
         let array = if options.resume {
             match Array::open(Arc::clone(store), path) {
                 Ok(existing) => {
-                    check_same(&existing, level, &data_type, path)?;
+                    check_same(&existing, plan, k, &data_type, path)?;
                     existing
                 }
                 Err(Error::NotFound(_)) => Array::create(Arc::clone(store), path, &spec)?,
@@ -267,13 +272,32 @@ fn level_arrays(
     Ok(arrays)
 }
 
-fn check_same(
-    array: &Array,
-    level: &super::plan::LevelPlan,
-    data_type: &str,
-    path: &str,
-) -> Result<()> {
+/// The attribute each level array carries: how it was made (a resumed run must make it
+/// the same way).
+const SETTINGS_KEY: &str = "shardwright";
+
+/// The attributes of level `k`: `{"shardwright": {"level", "factors", "method"}}`.
+fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json::Value> {
+    let record = serde_json::json!({
+        "level": k,
+        "factors": plan.factors,
+        "method": plan.method.to_string(),
+    });
+    serde_json::Map::from_iter([(SETTINGS_KEY.to_string(), record)])
+}
+
+/// Refuse to resume into an array `plan` would not have made as its level `k`: another
+/// shape, data type, chunks, shards, axes, factors or method.
+fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str) -> Result<()> {
+    let level = &plan.levels[k];
     let layout = array.layout();
+    let refuse = |message: String| -> Result<()> {
+        Err(PyramidError::Resume {
+            path: path.to_string(),
+            message,
+        }
+        .into())
+    };
     let found = (
         layout.shape(),
         layout.data_type_name(),
@@ -287,15 +311,32 @@ fn check_same(
         &level.shards[..],
     );
     if found != planned {
-        return Err(PyramidError::Resume {
-            path: path.to_string(),
-            message: format!(
-                "it holds shape {:?}, {}, chunks {:?}, shards {:?}; this run makes shape {:?}, \
-                 {}, chunks {:?}, shards {:?}",
-                found.0, found.1, found.2, found.3, planned.0, planned.1, planned.2, planned.3
-            ),
-        }
-        .into());
+        return refuse(format!(
+            "it holds shape {:?}, {}, chunks {:?}, shards {:?}; this run makes shape {:?}, \
+             {}, chunks {:?}, shards {:?}",
+            found.0, found.1, found.2, found.3, planned.0, planned.1, planned.2, planned.3
+        ));
+    }
+    let names: Option<Vec<String>> = layout.metadata().dimension_names.as_ref().map(|names| {
+        names
+            .iter()
+            .map(|n| n.as_deref().unwrap_or("").to_string())
+            .collect()
+    });
+    if names.as_ref() != Some(&plan.axes) {
+        return refuse(format!(
+            "its axes are {}; this run's are {:?}",
+            names.map_or("not named".to_string(), |n| format!("{n:?}")),
+            plan.axes
+        ));
+    }
+    let record = settings_record(plan, k);
+    let made = layout.metadata().attributes.get(SETTINGS_KEY);
+    if made != record.get(SETTINGS_KEY) {
+        let made = made.map_or("no record of how it was made".to_string(), |m| {
+            format!("it was made with {m}")
+        });
+        return refuse(format!("{made}; this run makes {}", record[SETTINGS_KEY]));
     }
     Ok(())
 }
@@ -368,16 +409,30 @@ fn run(
         gets: 0,
         stopped: false,
     };
+    let grains = GrainReader::new(source, plan, element);
+    let cache_bound = grains.as_ref().map_or(0, |g| g.budget);
     let outcome = std::thread::scope(|scope| {
         let (send, receive) = mpsc::sync_channel::<std::result::Result<_, PyramidError>>(2);
         let reader = scope.spawn(|| {
             let send = send;
             let top = plan.levels.len() - 1;
+            let mut grains = grains;
             walk.visit(
                 top,
                 &Domain::from_shape(plan.levels[top].shape.clone()),
                 &mut |block| {
-                    let read = source.read(&block).map(|data| (block, data));
+                    let read = match grains.as_mut() {
+                        Some(reader) => {
+                            let before = reader.bytes_read;
+                            reader
+                                .read(&block, &walk)
+                                .map(|data| (block, data, reader.bytes_read - before))
+                        }
+                        None => source.read(&block).map(|data| {
+                            let read = data.len() as u64;
+                            (block, data, read)
+                        }),
+                    };
                     let failed = read.is_err();
                     send.send(read).is_ok() && !failed
                 },
@@ -385,7 +440,7 @@ fn run(
         });
         let result = (|| -> Result<()> {
             for item in receive.iter() {
-                let (block, data) = item?;
+                let (block, data, read) = item?;
                 let expected = block.size() * element as u64;
                 if data.len() as u64 != expected {
                     return Err(super::source::source_error(
@@ -394,7 +449,7 @@ fn run(
                     )
                     .into());
                 }
-                driver.progress.bytes_read += expected;
+                driver.progress.bytes_read += read;
                 driver.process(0, block, data, progress)?;
             }
             Ok(())
@@ -436,7 +491,7 @@ fn run(
             element,
             rayon::current_num_threads(),
             options.commits_in_flight.max(1),
-        ),
+        ) + cache_bound,
         levels: arrays,
     })
 }

@@ -111,9 +111,39 @@ fn resume_refuses_other_settings() {
     pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
     let mut other = options(vec![1, 2, 2], 2, vec![1, 2, 2], vec![1, 8, 8]);
     other.resume = true;
-    let err = pyramid(&source, store, "p", &other, &mut |_| true).unwrap_err();
+    let err = pyramid(&source, store.clone(), "p", &other, &mut |_| true).unwrap_err();
     assert!(
         err.to_string().contains("cannot resume into 'p/0'"),
+        "{err}"
+    );
+    // the same shapes made another way: another method, other axes
+    let mut other = opts.clone();
+    other.resume = true;
+    other.request.method = Some(Method::Max);
+    let err = pyramid(&source, store.clone(), "p", &other, &mut |_| true).unwrap_err();
+    assert!(err.to_string().contains(r#""method":"mean""#), "{err}");
+    assert!(err.to_string().contains(r#""method":"max""#), "{err}");
+    let mut other = opts.clone();
+    other.resume = true;
+    other.request.axes = Some(vec!["z".into(), "y".into(), "x".into()]);
+    let err = pyramid(&source, store.clone(), "p", &other, &mut |_| true).unwrap_err();
+    assert!(err.to_string().contains("its axes are"), "{err}");
+    // the same settings resume (a finished job: nothing to do)
+    let mut same = opts.clone();
+    same.resume = true;
+    let done = pyramid(&source, store.clone(), "p", &same, &mut |_| true).unwrap();
+    assert_eq!(done.puts, 0);
+    // an array made by something else has no record of how: refused
+    let spec = crate::ArraySpec::new(vec![1, 8, 8], "uint16", vec![1, 4, 4])
+        .shards(vec![1, 8, 8])
+        .dimension_names(vec!["c".into(), "y".into(), "x".into()]);
+    crate::Array::create(store.clone(), "q/0", &spec).unwrap();
+    let mut one = options(vec![1, 2, 2], 1, vec![1, 4, 4], vec![1, 8, 8]);
+    one.resume = true;
+    let small = BufferSource::new(data(&[1, 8, 8]), vec![1, 8, 8], "uint16");
+    let err = pyramid(&small, store, "q", &one, &mut |_| true).unwrap_err();
+    assert!(
+        err.to_string().contains("no record of how it was made"),
         "{err}"
     );
 }
@@ -170,4 +200,153 @@ fn copy_rechunks_and_reshards() {
     let array = &report.levels[0];
     assert_eq!(array.layout().shard_shape(), &[1, 6, 8]);
     assert_eq!(array.read(&array.bounds()).unwrap(), data(&shape));
+}
+
+/// A source that decodes whole chunks of `grain`, and records each region it is asked for.
+struct Chunked {
+    inner: BufferSource,
+    grain: Vec<u64>,
+    reads: std::sync::Mutex<Vec<Domain>>,
+}
+
+impl Chunked {
+    fn new(shape: &[u64], grain: &[u64]) -> Self {
+        Self {
+            inner: BufferSource::new(data(shape), shape.to_vec(), "uint16"),
+            grain: grain.to_vec(),
+            reads: std::sync::Mutex::default(),
+        }
+    }
+
+    /// How many times each region was read, most first.
+    fn read_counts(&self) -> Vec<usize> {
+        let reads = self.reads.lock().unwrap();
+        let mut counts: std::collections::HashMap<&Domain, usize> = Default::default();
+        for r in reads.iter() {
+            *counts.entry(r).or_default() += 1;
+        }
+        let mut out: Vec<usize> = counts.into_values().collect();
+        out.sort_unstable_by(|a, b| b.cmp(a));
+        out
+    }
+}
+
+impl Source for Chunked {
+    fn shape(&self) -> Vec<u64> {
+        self.inner.shape()
+    }
+    fn data_type(&self) -> String {
+        self.inner.data_type()
+    }
+    fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
+        self.reads.lock().unwrap().push(region.clone());
+        self.inner.read(region)
+    }
+    fn read_grain(&self) -> Option<Vec<u64>> {
+        Some(self.grain.clone())
+    }
+}
+
+fn cells(shape: &[u64], grain: &[u64]) -> usize {
+    shape
+        .iter()
+        .zip(grain)
+        .map(|(s, g)| s.div_ceil(*g))
+        .product::<u64>() as usize
+}
+
+#[test]
+fn source_chunks_larger_than_the_blocks_are_each_read_once() {
+    // like a Zarr v2 volume chunked (64, 512, 512) written as chunks of (32, 128, 128)
+    let shape = vec![32, 96, 128];
+    let grain = vec![16, 64, 64];
+    let source = Chunked::new(&shape, &grain);
+    let opts = options(vec![2, 2, 2], 3, vec![8, 16, 16], vec![16, 32, 32]);
+    let store = Arc::new(MemoryStore::new());
+    let report = pyramid(&source, store, "p", &opts, &mut |_| true).unwrap();
+    let want = whole_levels(&data(&shape), &shape, &[2, 2, 2], 3);
+    for (k, level) in report.levels.iter().enumerate() {
+        assert_eq!(level.read(&level.bounds()).unwrap(), want[k], "level {k}");
+    }
+    // one read per source chunk, each one whole chunk
+    let reads = source.reads.lock().unwrap().clone();
+    assert_eq!(reads.len(), cells(&shape, &grain), "{reads:?}");
+    assert!(reads
+        .iter()
+        .all(|r| r.origin().iter().zip(&grain).all(|(o, g)| o % g == 0)));
+    assert_eq!(source.read_counts()[0], 1);
+    assert_eq!(report.bytes_read, data(&shape).len() as u64);
+    // the chunks held are in the memory bound: the cells meeting one level-2 block seen at
+    // level 0, (32, 64, 64) → 2 × 1 × 1 cells of 16·64·64 uint16
+    let plan = opts.request.plan(&shape, "uint16").unwrap();
+    let writers = plan.memory_bound(2, rayon::current_num_threads(), 4);
+    assert_eq!(report.memory_bound - writers, 2 * 16 * 64 * 64 * 2);
+}
+
+#[test]
+fn a_copy_reads_each_source_chunk_once_and_chunks_that_do_not_tile_a_bounded_number_of_times() {
+    let shape = vec![20, 50, 64];
+    let grain = vec![10, 64, 64];
+    let source = Chunked::new(&shape, &grain);
+    let opts = options(vec![1, 1, 1], 1, vec![5, 8, 8], vec![10, 32, 64]);
+    let report = copy(
+        &source,
+        Arc::new(MemoryStore::new()),
+        "c",
+        &opts,
+        &mut |_| true,
+    )
+    .unwrap();
+    assert_eq!(
+        report.levels[0].read(&report.levels[0].bounds()).unwrap(),
+        data(&shape)
+    );
+    assert_eq!(source.read_counts()[0], 1);
+    assert_eq!(
+        source.reads.lock().unwrap().len(),
+        cells(&shape, &grain) + 1
+    );
+
+    // cells straddling the blocks' stretches: still exact, each cell read a few times at most
+    // (block by block it would be 5·8·8 = 320 times for the biggest)
+    let odd = Chunked::new(&shape, &[7, 30, 30]);
+    let report = pyramid(
+        &odd,
+        Arc::new(MemoryStore::new()),
+        "p",
+        &options(vec![1, 2, 2], 2, vec![5, 8, 8], vec![10, 16, 16]),
+        &mut |_| true,
+    )
+    .unwrap();
+    let want = whole_levels(&data(&shape), &shape, &[1, 2, 2], 2);
+    for (k, level) in report.levels.iter().enumerate() {
+        assert_eq!(level.read(&level.bounds()).unwrap(), want[k], "level {k}");
+    }
+    let most = odd.read_counts()[0];
+    assert!(most <= 4, "a cell read {most} times");
+}
+
+#[test]
+fn a_resumed_build_reads_only_the_source_chunks_missing_shards_need() {
+    let shape = vec![16, 64, 64];
+    let grain = vec![16, 32, 64];
+    let source = Chunked::new(&shape, &grain);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let mut opts = options(vec![1, 2, 2], 2, vec![4, 8, 8], vec![8, 16, 16]);
+    opts.commits_in_flight = 1;
+    let mut seen = 0;
+    let stopped = pyramid(&source, store.clone(), "p", &opts, &mut |_| {
+        seen += 1;
+        seen < 3
+    });
+    assert_eq!(stopped.unwrap_err(), Error::Pyramid(PyramidError::Stopped));
+    opts.resume = true;
+    let again = Chunked::new(&shape, &grain);
+    let report = pyramid(&again, store, "p", &opts, &mut |_| true).unwrap();
+    let want = whole_levels(&data(&shape), &shape, &[1, 2, 2], 2);
+    for (k, level) in report.levels.iter().enumerate() {
+        assert_eq!(level.read(&level.bounds()).unwrap(), want[k], "level {k}");
+    }
+    assert_eq!(again.read_counts()[0], 1);
+    assert!(again.reads.lock().unwrap().len() <= cells(&shape, &grain) + 1);
 }

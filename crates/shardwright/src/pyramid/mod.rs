@@ -23,6 +23,7 @@
 pub mod build;
 pub mod downsample;
 mod driver;
+mod grain;
 pub mod ome;
 pub mod plan;
 pub mod source;

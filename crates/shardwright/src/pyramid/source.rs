@@ -31,6 +31,14 @@ pub trait Source: Send + Sync {
     /// # Errors
     /// [`PyramidError::Source`] naming the region and what failed.
     fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError>;
+    /// The shape of the pieces the source decodes whole (its chunks; a sharded array's
+    /// inner chunks), if it has them: reading part of one costs as much as reading all of
+    /// it, so a build whose blocks cut them reads the source piece by piece and keeps each
+    /// piece until every block it meets has been served. `None` (the default): reading
+    /// costs what is read.
+    fn read_grain(&self) -> Option<Vec<u64>> {
+        None
+    }
 }
 
 /// A [`PyramidError::Source`] for `region`.
@@ -172,6 +180,10 @@ impl Source for ArraySource {
         serde_json::to_value(&self.array.layout().metadata().fill_value).ok()
     }
 
+    fn read_grain(&self) -> Option<Vec<u64>> {
+        Some(self.array.layout().chunk_shape().to_vec())
+    }
+
     fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
         let (data, fetched) = crate::read::read_region_cached(
             self.array.store().as_ref(),
@@ -250,6 +262,27 @@ impl Source for ZarrsSource {
 
     fn fill_value(&self) -> Option<Value> {
         Some(self.fill_value.clone()).filter(|v| !v.is_null())
+    }
+
+    fn read_grain(&self) -> Option<Vec<u64>> {
+        use zarrs::array::ArrayShardedExt;
+        let shape = self.array.shape();
+        let grain: Vec<u64> = match self.array.effective_subchunk_shape() {
+            Some(inner) => inner.iter().map(|n| n.get()).collect(),
+            None => {
+                let first = self.array.chunk_shape(&vec![0; shape.len()]).ok()?;
+                first.iter().map(|n| n.get()).collect()
+            }
+        };
+        // One grain only for a regular grid: as many cells as the first one's shape makes.
+        let regular = self
+            .array
+            .subchunk_grid_shape()
+            .iter()
+            .zip(shape)
+            .zip(&grain)
+            .all(|((n, s), g)| *n == s.div_ceil(*g));
+        regular.then_some(grain)
     }
 
     fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
