@@ -38,6 +38,15 @@ impl PyArray {
         }
     }
 
+    /// This array's place, holding `inner` (its metadata rewritten).
+    fn edited(&self, inner: Array) -> Self {
+        Self {
+            inner,
+            root: self.root.clone(),
+            url: self.url.clone(),
+        }
+    }
+
     /// An array in a store named by `url`.
     pub(crate) fn remote(inner: Array, url: String) -> Self {
         Self {
@@ -45,6 +54,19 @@ impl PyArray {
             root: None,
             url: Some(url),
         }
+    }
+}
+
+/// A JSON object's text as attributes.
+fn attributes(text: &str) -> PyResult<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "attributes must be a JSON object (a dict), got {other}"
+        ))),
+        Err(e) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "attributes are not JSON: {e}"
+        ))),
     }
 }
 
@@ -172,7 +194,7 @@ impl PyArray {
 
     /// The `zarr.json` text of an array with these settings, checked (nothing is written).
     #[staticmethod]
-    #[pyo3(signature = (shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names))]
+    #[pyo3(signature = (shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names, attributes_json=None))]
     #[allow(clippy::too_many_arguments)]
     fn spec_json(
         shape: Vec<u64>,
@@ -184,6 +206,7 @@ impl PyArray {
         level: Option<i32>,
         index_location: &str,
         dimension_names: Option<Vec<String>>,
+        attributes_json: Option<&str>,
     ) -> PyResult<String> {
         guard(|| {
             let fill: serde_json::Value = serde_json::from_str(fill_value_json)
@@ -209,6 +232,9 @@ impl PyArray {
             }
             if let Some(names) = dimension_names {
                 spec = spec.dimension_names(names);
+            }
+            if let Some(text) = attributes_json {
+                spec = spec.attributes(attributes(text)?);
             }
             spec.to_json().map_err(shardwright::Error::from).py()
         })
@@ -277,6 +303,12 @@ impl PyArray {
     #[getter]
     fn url(&self) -> Option<String> {
         self.url.clone()
+    }
+
+    /// The array's path in its store (`""` at the store root).
+    #[getter]
+    fn key(&self) -> String {
+        self.inner.path().to_string()
     }
 
     #[getter]
@@ -378,6 +410,31 @@ impl PyArray {
         }
         let tx = Transaction::new(self.inner.clone(), options);
         PyTransaction::new(tx, self.inner.layout().element_size())
+    }
+
+    /// The same array with its user attributes changed in its `zarr.json`: replaced by
+    /// the JSON object `replace_json` (if given), else the stored ones, with the keys of
+    /// `set_json` set and those of `remove` dropped.
+    #[pyo3(signature = (replace_json, set_json, remove))]
+    fn update_attributes(
+        &self,
+        py: Python<'_>,
+        replace_json: Option<&str>,
+        set_json: &str,
+        remove: Vec<String>,
+    ) -> PyResult<Self> {
+        let replace = replace_json.map(attributes).transpose()?;
+        let set = attributes(set_json)?;
+        let inner = py
+            .detach(|| self.inner.update_attributes(replace, set, &remove))
+            .py()?;
+        Ok(self.edited(inner))
+    }
+
+    /// The same array resized to `shape` (see `Array::resize`).
+    fn resize(&self, py: Python<'_>, shape: Vec<u64>) -> PyResult<Self> {
+        let inner = py.detach(|| self.inner.resize(shape)).py()?;
+        Ok(self.edited(inner))
     }
 
     /// Read a region as a flat uint8 numpy array of its raw elements.

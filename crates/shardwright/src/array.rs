@@ -49,6 +49,18 @@ impl Array {
         let json = store
             .get(&join(&path, METADATA_KEY))?
             .ok_or_else(|| Error::NotFound(path.clone()))?;
+        let node = serde_json::from_slice::<serde_json::Value>(&json)
+            .ok()
+            .and_then(|v| {
+                v.get("node_type")
+                    .and_then(|n| n.as_str().map(str::to_string))
+            });
+        if node.as_deref() == Some("group") {
+            return Err(Error::Layout(crate::layout::LayoutError::Invalid(format!(
+                "'{path}' is a Zarr group, not an array: open one of its arrays (its path \
+                 below '{path}')"
+            ))));
+        }
         let layout = Layout::from_json(&json)?;
         Ok(Self::from_layout(store, path, layout))
     }
@@ -84,6 +96,12 @@ impl Array {
             Err(StoreError::Conflict { .. }) => Err(Error::AlreadyExists(path)),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The same array (store, path, options) described by `layout` (its metadata rewritten).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Self {
+        Self::from_layout(Arc::clone(&self.store), self.path.clone(), layout)
+            .with_options(self.options.clone())
     }
 
     fn from_layout(store: Arc<dyn Store>, path: String, layout: Layout) -> Self {

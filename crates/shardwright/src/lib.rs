@@ -44,6 +44,7 @@
 pub mod array;
 pub mod buffer;
 pub mod domain;
+mod edit;
 mod error;
 pub mod format;
 pub mod layout;
