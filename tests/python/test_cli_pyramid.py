@@ -140,6 +140,7 @@ def test_existing_destination_and_missing_source(tmp_path, source):
     assert out.returncode == 0 and "--resume" in out.stdout and "--factors" in out.stdout
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_killed_cli_pyramid_finishes_with_resume(tmp_path):
     shape, factors = (2, 2, 64, 512, 512), (1, 1, 2, 2, 2)
     src = sw.create(

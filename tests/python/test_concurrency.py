@@ -330,6 +330,7 @@ print(json.dumps({"rounds": n, "lost": lost}))
 """
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_merge_that_empties_a_shard_never_deletes_a_concurrent_commit(tmp_path):
     """Writer A alternately fills half of inner chunk 0 and resets it to the fill value
     (a merge; when inner chunk 1 is empty too, the result is a delete of the shard).

@@ -26,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import shard_bytes as sb
 import shardwright as sw
 
@@ -104,6 +105,7 @@ for t in threads:
 """
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_sigkill_never_tears_a_shard(tmp_path):
     ns: dict = {}
     exec(PLAN, ns)

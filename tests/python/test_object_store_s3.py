@@ -241,6 +241,7 @@ def conflict_worker(
     results.put((p, failures))
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_conditional_writes_lose_nothing_across_processes(s3_bucket, s3_proxy):
     bucket, _ = s3_bucket
     options, proxy = s3_proxy

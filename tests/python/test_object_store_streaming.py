@@ -49,6 +49,7 @@ def _shard_requests(proxy: s3.FaultProxy) -> list[tuple[str, str]]:
     return [(r.method, r.query) for r in proxy.matching(path_contains=f"{PREFIX}/c/")]
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_a_shard_larger_than_a_part_streams_as_a_multipart_upload(s3_proxy, s3_client):
     options, proxy = s3_proxy
     bucket = s3.new_bucket(s3_client)
@@ -90,6 +91,7 @@ def test_an_exception_aborts_the_upload_and_leaves_nothing(s3_proxy, s3_client):
     ]
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_a_merge_after_streaming_is_one_conditional_put(s3_proxy, s3_client):
     options, proxy = s3_proxy
     bucket = s3.new_bucket(s3_client)
@@ -142,6 +144,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_a_2_gib_shard_streams_with_peak_rss_growth_under_128_mib(s3_proxy, s3_client):
     options, proxy = s3_proxy
     bucket = s3.new_bucket(s3_client)

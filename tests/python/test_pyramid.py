@@ -80,6 +80,7 @@ def test_float_nan_and_infinities_follow_tensorstore(tmp_path):
         np.testing.assert_array_equal(np.asarray(levels[1]), want, err_msg=method)
 
 
+@pytest.mark.heavy  # long randomized comparison: run on the primary Python only
 @settings(
     max_examples=25,
     deadline=None,
@@ -335,6 +336,7 @@ def test_group_zarr_json_lists_every_level(tmp_path):
     assert [d["path"] for d in multiscale["datasets"]] == [str(k) for k in range(len(levels))]
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_pyramid_from_and_to_s3_one_put_per_shard(s3_bucket, s3_proxy):
     bucket, _ = s3_bucket
     options, proxy = s3_proxy

@@ -209,6 +209,7 @@ print(peak_mib() - base, levels.stats["memory_bound"], levels.stats["bytes_read"
 """
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_memory_is_bounded_and_flat_as_the_source_grows(tmp_path):
     script = tmp_path / "memory.py"
     script.write_text(MEMORY)

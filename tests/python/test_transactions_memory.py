@@ -167,6 +167,7 @@ def run_stream(tmp_path: Path, early: bool) -> tuple[Path, dict]:
     return root, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
 def test_early_commit_streams_1gib_under_64mib_limit(tmp_path):
     root, out = run_stream(tmp_path, early=True)
     assert "error" not in out, out
