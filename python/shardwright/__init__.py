@@ -15,7 +15,7 @@ compressor; the output is standard Zarr v3 that zarr-python and TensorStore read
 """
 
 from . import _core
-from ._array import Array, create, open
+from ._array import Array
 from ._domain import Domain
 from ._errors import (
     ArrayNotFoundError,
@@ -23,13 +23,16 @@ from ._errors import (
     ConflictError,
     CorruptShardError,
     DTypeError,
+    NotAnArrayError,
     NotDurableError,
     OutOfMemoryError,
+    ReadOnlyError,
     ShapeError,
     ShardwrightError,
     TransactionTooLarge,
     UnsupportedError,
 )
+from ._open import create, create_array, open
 from ._pyramid import Levels, copy, pyramid
 from ._txn import Transaction
 from ._writer import ShardWriter
@@ -69,8 +72,10 @@ __all__ = [
     "DTypeError",
     "Domain",
     "Levels",
+    "NotAnArrayError",
     "NotDurableError",
     "OutOfMemoryError",
+    "ReadOnlyError",
     "ShapeError",
     "ShardWriter",
     "ShardwrightError",
@@ -80,6 +85,7 @@ __all__ = [
     "__version__",
     "copy",
     "create",
+    "create_array",
     "encoder_threads",
     "open",
     "pyramid",

@@ -1,32 +1,34 @@
-"""``Array``, ``open`` and ``create``: the entry points of the Python API."""
+"""``Array``: an opened array, its properties, reads, writers and edits."""
 
 from __future__ import annotations
 
 import json
 import math
-import operator
-import os
-import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import _core, _pipeline
+from . import _pipeline
+from ._assign import cast_value, write_key, write_orthogonal, write_points
+from ._cells import Cells
 from ._domain import Domain
 from ._errors import (
-    ArrayNotFoundError,
     BoundsError,
-    DTypeError,
+    ReadOnlyError,
     ShapeError,
-    ShardwrightError,
     UnsupportedError,
 )
-from ._indexing import parse_key
-from ._location import resolve
+from ._metadata import (
+    Attributes,
+    appended_shape,
+    new_shape,
+)
+from ._selectors import OIndex, VIndex, read_key
 from ._txn import Transaction
 from ._writer import ShardWriter
+from ._zarr_names import ZarrNames
 
 Within = Domain | tuple[slice, ...] | None
 
@@ -38,7 +40,7 @@ def _numpy_dtype(name: str) -> np.dtype:
         raise UnsupportedError(f"data type '{name}' has no numpy equivalent here") from err
 
 
-class Array:
+class Array(ZarrNames):
     """A sharded (or unsharded) Zarr v3 array on a local filesystem, opened for writing
     shard by shard and reading back. Get one from :func:`open` or :func:`create`.
 
@@ -51,7 +53,11 @@ class Array:
     (4, 2)
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, *, read_only: bool = False) -> None:
+        self._read_only = read_only
+        self._set_core(core)
+
+    def _set_core(self, core: Any) -> None:
         self._core = core
         self._shape = tuple(core.shape)
         self._dtype = _numpy_dtype(core.dtype)
@@ -60,6 +66,14 @@ class Array:
         self._shards = None if shards is None else tuple(shards)
         self._shard_shape = tuple(core.shard_shape)
         self._fill_value = np.frombuffer(core.fill_value_bytes, dtype=self._dtype)[0]
+        self._metadata = json.loads(core.metadata_json)
+
+    def _check_writable(self, what: str) -> None:
+        if self._read_only:
+            raise ReadOnlyError(
+                f"{what}: the array {str(self.path)!r} was opened with mode='r' (read-only); "
+                "open it with mode='r+' (the default) to write"
+            )
 
     @property
     def path(self) -> Path | str:
@@ -112,8 +126,74 @@ class Array:
 
     @property
     def metadata(self) -> dict[str, Any]:
-        """The array's ``zarr.json`` as a dict."""
+        """The array's ``zarr.json`` as a dict (a copy: change attributes through
+        :attr:`attrs`)."""
         return json.loads(self._core.metadata_json)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the array was opened with ``mode="r"``: writers, transactions,
+        assignments, :meth:`resize` and attribute changes are refused."""
+        return self._read_only
+
+    @property
+    def attrs(self) -> Attributes:
+        """The user attributes (``zarr.json``'s ``attributes``), a mutable mapping: each
+        change is written to ``zarr.json`` at once (see :class:`Attributes`).
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(4,), dtype="uint8",
+        ...               chunks=(2,), attributes={"units": "nm"})
+        >>> a.attrs["scale"] = 2.5
+        >>> dict(sw.open(a.path).attrs)
+        {'units': 'nm', 'scale': 2.5}
+        """
+        return Attributes(lambda: self._metadata.get("attributes", {}), self._write_attributes)
+
+    def _write_attributes(self, replace: str | None, set_: str, remove: list[str]) -> None:
+        self._check_writable("changing attributes")
+        self._set_core(self._core.update_attributes(replace, set_, remove))
+
+    def resize(self, *shape: int | Sequence[int]) -> None:
+        """Change the shape (same rank): ``a.resize((20, 8))`` or ``a.resize(20, 8)``.
+        Growing is a metadata change (stored chunks hold the fill value past the old edge).
+        Shrinking deletes the shards wholly outside the new shape and sets the elements
+        past the new edge in the shards that stay to the fill value (one merge per edge
+        shard), so a later grow shows the fill value, not old data.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(6,), dtype="int8",
+        ...               chunks=(2,), shards=(4,))
+        >>> a[:] = 5
+        >>> a.resize(3); a.resize(6)
+        >>> a.shape, a[:].tolist()
+        ((6,), [5, 5, 5, 0, 0, 0])
+        """
+        self._check_writable("resize")
+        self._set_core(self._core.resize(new_shape(shape, self._shape)))
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along ``axis`` by ``data``'s extent there and write ``data``
+        into the new part (one transaction: each touched shard stored once); returns the
+        new shape, as zarr-python's ``append``.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(0, 3), dtype="int16",
+        ...               chunks=(1, 3), shards=(4, 3))
+        >>> a.append(np.ones((2, 3), "int16")), a.append([[7, 8, 9]])
+        ((2, 3), (3, 3))
+        >>> a[2].tolist()
+        [7, 8, 9]
+        """
+        self._check_writable("append")
+        axis, old, grown = appended_shape(data, axis, self._shape)
+        part = tuple(g - o if d == axis else g for d, (g, o) in enumerate(zip(grown, self._shape)))
+        value = cast_value(data, self._dtype, part)  # refused data grows nothing
+        self.resize(grown)
+        key = tuple(slice(old, None) if d == axis else slice(None) for d in range(self.ndim))
+        with self.transaction() as tx:
+            tx[key] = value
+        return self._shape
 
     def _within(self, within: Within) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         if within is None:
@@ -131,36 +211,36 @@ class Array:
             return (0,) * self.ndim, (0,) * self.ndim
         return inside.origin, inside.shape
 
-    def iter_shards(self, within: Within = None) -> Iterator[Domain]:
+    def iter_shards(self, within: Within = None) -> Cells:
         """The shards (for an unsharded array, the chunks) in C order, clipped to the
         array; with ``within`` (a Domain or a tuple of slices), only those that meet it
-        (clipped to the array, not to ``within``).
+        (clipped to the array, not to ``within``). A single-use iterator with ``len()``
+        (the shards still to come: ``tqdm(a.iter_shards())`` shows the total), see
+        :class:`~shardwright._cells.Cells`; ``within`` is checked at the call.
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/s.zarr", shape=(10, 10), dtype="uint8",
         ...               chunks=(2, 2), shards=(4, 4))
         >>> [s.index for s in a.iter_shards(within=(slice(3, 5), slice(0, 1)))]
         [(0, 0), (1, 0)]
-        >>> list(a.iter_shards())[-1]
-        Domain(origin=(8, 8), shape=(2, 2))
+        >>> len(a.iter_shards()), list(a.iter_shards())[-1]
+        (9, Domain(origin=(8, 8), shape=(2, 2)))
         """
-        make = Domain._from_grid
-        for origin, shape, index in self._core.iter_shards(self._within(within)):
-            yield make(origin, shape, index)
+        return Cells(self._core.iter_shards(self._within(within)), "shards")
 
-    def iter_chunks(self, within: Within = None) -> Iterator[Domain]:
+    def iter_chunks(self, within: Within = None) -> Cells:
         """The inner chunks in C order, clipped to the array; ``within`` as in
-        :meth:`iter_shards`.
+        :meth:`iter_shards`. A single-use iterator with ``len()``, as there.
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/c.zarr", shape=(5,), dtype="uint8",
         ...               chunks=(2,), shards=(4,))
         >>> [(c.origin, c.shape, c.index) for c in a.iter_chunks()]
         [((0,), (2,), (0,)), ((2,), (2,), (1,)), ((4,), (1,), (2,))]
+        >>> len(a.iter_chunks()), len(a.iter_chunks(within=sw.Domain((1,), (2,))))
+        (3, 2)
         """
-        make = Domain._from_grid
-        for origin, shape, index in self._core.iter_chunks(self._within(within)):
-            yield make(origin, shape, index)
+        return Cells(self._core.iter_chunks(self._within(within)), "chunks")
 
     def _check_shard_index(self, index: tuple[int, ...]) -> None:
         if len(index) != self.ndim:
@@ -174,12 +254,12 @@ class Array:
             # Derive the index from the box (a Domain's own index may be that of another
             # grid, e.g. an inner chunk's), then check the box is that shard.
             if shard.ndim != self.ndim:
-                raise BoundsError(f"{shard!r} does not have the array's rank {self.ndim}")
+                raise BoundsError(f"{shard} does not have the array's rank {self.ndim}")
             index = tuple(o // s for o, s in zip(shard.origin, self._shard_shape))
             self._check_shard_index(index)
             expected = Domain(*self._core.shard(list(index)))
             if expected != shard:
-                raise BoundsError(f"{shard!r} is not a shard; the shard there is {expected!r}")
+                raise BoundsError(f"{shard} is not a shard; the shard there is {expected}")
             return index
         index = tuple(shard)
         self._check_shard_index(index)
@@ -214,6 +294,7 @@ class Array:
         >>> w.stats["chunks_partial"], a[2:6, 3].tolist()
         (2, [0, 1, 2, 3])
         """
+        self._check_writable("write_shard")
         index = self._shard_index(shard)
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
@@ -242,6 +323,7 @@ class Array:
         >>> tx.stats["shards_written"], int(a[4, 4])
         (4, 7)
         """
+        self._check_writable("transaction")
         core = self._core.transaction(memory_limit, early_commit, retries, overwrite_corrupt)
         return Transaction(
             core, self._shape, self._dtype, self._shard_index, limited=memory_limit is not None
@@ -275,17 +357,79 @@ class Array:
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        """Read with numpy basic indexing (integers, slices, Ellipsis): ``a[3, 0:8, :]``.
+        """Read as zarr-python's ``a[key]`` does: integers, slices (any step), Ellipsis,
+        ``None``, integer arrays or lists and boolean masks (orthogonally, or pointwise for
+        one integer array per axis or a full mask), or a :class:`Domain` (its box). Sparse
+        selections read only the inner chunks holding selected elements.
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/g.zarr", shape=(4, 6), dtype="int32",
         ...               chunks=(2, 3), shards=(4, 6))
         >>> _ = a.map_chunks(lambda c: np.arange(c.size, dtype="int32").reshape(c.shape))
-        >>> a[1, ::2].tolist(), a[..., -1].shape
-        ([3, 5, 4], (4,))
+        >>> a[1, ::2].tolist(), a[..., -1].shape, a[[0, 3], [5, 1]].tolist()
+        ([3, 5, 4], (4,), [2, 4])
         """
-        region, local = parse_key(key, self._shape)
-        return self.read(region)[local]
+        return read_key(self, key)
+
+    @property
+    def oindex(self) -> OIndex:
+        """Orthogonal reads and writes, ``a.oindex[key]``, as zarr-python's: each axis's
+        index (an int, a slice, an integer array or list, a 1-d mask) applied
+        independently.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/o.zarr", shape=(3, 4), dtype="int8", chunks=(2, 2))
+        >>> a.oindex[[0, 2], [1, 3]] = 5
+        >>> a.oindex[[0, 2], :].tolist()
+        [[0, 5, 0, 5], [0, 5, 0, 5]]
+        """
+        return OIndex(self)
+
+    @property
+    def vindex(self) -> VIndex:
+        """Pointwise (coordinate or full-mask) reads and writes, ``a.vindex[key]``, as
+        zarr-python's.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/v.zarr", shape=(3, 4), dtype="int8", chunks=(2, 2))
+        >>> a.vindex[[0, 2], [1, 3]] = [7, 8]
+        >>> a.vindex[[0, 2, 1], [1, 3, 0]].tolist()
+        [7, 8, 0]
+        """
+        return VIndex(self)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Write ``value`` to ``a[key]`` as a one-shot transaction, the zarr-python habit
+        (any key ``a[key]`` reads: slices of any step, integer arrays, masks, a Domain):
+        each touched shard is stored once (merged, conditionally, with what is stored
+        where the key covers it in part). A refused key or value stores nothing; if
+        storage fails partway, the shards already stored stay (each one whole). For
+        many writes, one :meth:`transaction` or :meth:`write_shard` block stores each
+        shard once for all of them.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/s.zarr", shape=(4, 4), dtype="uint8",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> a[1:3, :] = 7
+        >>> a[0, 0] = 1
+        >>> a[:2].tolist()
+        [[1, 0, 0, 0], [7, 7, 7, 7]]
+        """
+        self._check_writable("assignment")
+        with self.transaction() as tx:
+            if isinstance(key, Domain) or _is_plain(key):
+                tx[key] = value
+            else:  # integer arrays, masks, slice steps: as zarr-python's a[key] reads them
+                write_key(tx, self._dtype, self._shape, key, value)
+
+    def _write_selection(self, pointwise: bool, key: Any, value: Any) -> None:
+        """``a.vindex[key] = value`` (``pointwise``) or ``a.oindex[key] = value``."""
+        self._check_writable("assignment")
+        with self.transaction() as tx:
+            if pointwise:
+                write_points(tx, self._dtype, self._shape, key, value)
+            else:
+                write_orthogonal(tx, self._dtype, self._shape, key, value)
 
     def map_chunks(
         self,
@@ -327,6 +471,7 @@ class Array:
         >>> stats["shards_written"], stats["puts"], int(a[5, 3])
         (4, 4, 21)
         """
+        self._check_writable("map_chunks")
         return _pipeline.map_chunks(
             self,
             self.iter_shards(within),
@@ -343,185 +488,16 @@ class Array:
         )
 
 
-def open(
-    target: str | os.PathLike[str] | Any,
-    *,
-    path: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> Array:
-    """Open an existing Zarr v3 array: a local path to the array's folder (or a
-    ``file://`` URL), an object-store URL (``s3://bucket/path``, ``gs://…``, ``az://…``,
-    ``memory:///path`` for the process's in-memory store), or a ``zarr.Array`` on a
-    ``LocalStore`` or on zarr-python's ``ObjectStore`` over obstore's ``S3Store``,
-    ``GCSStore``, ``AzureStore`` or ``LocalStore`` (opened natively, with the same bucket,
-    prefix and config), or on any other zarr-python store (``MemoryStore``,
-    ``FsspecStore``, an Icechunk session's store, a ``WrapperStore``…: the engine calls
-    the store's own ``get`` / ``set`` / ``delete`` on zarr-python's event loop). ``target``
-    may also be a zarr-python store itself, with ``path`` the array's path in it.
-    ``storage_options``: object_store configuration keys (``endpoint``,
-    ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``, …; values are
-    turned into strings); what is not given comes from the environment (``AWS_*``, …).
-    Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no
-    ``zarr.json``, :class:`UnsupportedError` naming an unsupported codec, data type or
-    URL scheme.
-
-    >>> import tempfile, shardwright as sw
-    >>> path = tempfile.mkdtemp() + "/a.zarr"
-    >>> _ = sw.create(path, shape=(4,), dtype="int16", chunks=(2,), shards=(4,))
-    >>> sw.open(path).shape
-    (4,)
-    >>> _ = sw.create("memory:///doc/open.zarr", shape=(4,), dtype="int16", chunks=(2,))
-    >>> sw.open("memory:///doc/open.zarr").url
-    'memory:///doc/open.zarr'
-    """
-    where = resolve(target, storage_options, path)
-    if where.store is not None:
-        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
-
-        return Array(_core.Array.open_adapter(StoreAdapter(where.store), where.key, where.url))
-    if where.url is not None:
-        return Array(_core.Array.open_url(where.url, where.options))
-    folder = where.path
-    assert folder is not None
-    if not (folder / "zarr.json").is_file():
-        raise ArrayNotFoundError(f"no Zarr v3 array at '{folder}' (no zarr.json)")
-    return Array(_core.Array.open(str(folder)))
-
-
-def _dims(values: Sequence[int], what: str) -> list[int]:
-    """``values`` as a list of extents in 0 .. 2**64, or a ShapeError naming them."""
-    try:
-        dims = [operator.index(v) for v in values]
-    except TypeError as err:
-        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
-    if any(not 0 <= d < 2**64 for d in dims):
-        raise ShapeError(f"{what} must hold integers from 0 to 2**64 - 1, got {tuple(dims)}")
-    return dims
-
-
-def _same_number(value: Any, scalar: Any) -> bool:
-    """Whether ``value`` is the number ``scalar`` (an exact integer, or a bool)."""
-    try:
-        given = np.asarray(value)
-    except (ValueError, TypeError):
-        return False
-    if given.shape != () or given.dtype.kind not in "biuf":
-        return False
-    number = given.item()
-    if isinstance(number, float) and not number.is_integer():
-        return False
-    return int(number) == int(scalar)
-
-
-def _fill_json(value: Any, dtype: np.dtype) -> Any:
-    def number(x: float) -> Any:
-        if math.isnan(x):
-            return "NaN"
-        if math.isinf(x):
-            return "Infinity" if x > 0 else "-Infinity"
-        return x
-
-    try:
-        scalar = np.asarray(value, dtype=dtype).item()
-    except (OverflowError, ValueError, TypeError) as err:
-        raise DTypeError(f"fill value {value!r} is not a {dtype}") from err
-    if dtype.kind in "biu" and not _same_number(value, scalar):
-        # numpy casts 1.5 to 1 and 300 to 44 for uint8 without a word: the array would
-        # say something else than what was asked.
-        raise DTypeError(f"fill value {value!r} is not a {dtype}: it would be stored as {scalar!r}")
-    if dtype.kind == "b":
-        return bool(scalar)
-    if dtype.kind in "iu":
-        return int(scalar)
-    if dtype.kind == "f":
-        return number(float(scalar))
-    if dtype.kind == "c":
-        return [number(scalar.real), number(scalar.imag)]
-    raise UnsupportedError(f"data type {dtype}")
-
-
-def create(
-    target: str | os.PathLike[str] | Any,
-    *,
-    shape: Sequence[int],
-    dtype: Any,
-    chunks: Sequence[int],
-    shards: Sequence[int] | None = None,
-    fill_value: Any = 0,
-    compressor: str | None = "zstd",
-    compression_level: int | None = None,
-    index_location: str = "end",
-    dimension_names: Sequence[str] | None = None,
-    overwrite: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
-    path: str | None = None,
-) -> Array:
-    """Create a Zarr v3 array at ``target`` (a local path, a URL, or a zarr-python store
-    with ``path`` the array's path in it; see :func:`open`) and open it. The ``zarr.json`` is what
-    zarr-python writes for the same settings: ``bytes`` + the compressor inside
-    ``sharding_indexed`` (when ``shards`` is given), a ``bytes`` + ``crc32c`` index.
-
-    ``compressor``: ``"zstd"`` (default, level 0 = zstd's default), ``"blosc"`` (zstd
-    inside, level 5), ``"gzip"`` (level 5) or ``None``; ``compression_level`` overrides
-    the level. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
-    ``overwrite=True`` removes whatever is at ``target`` first (never a whole bucket or
-    store root). ``storage_options`` as for :func:`open`.
-
-    >>> import tempfile, shardwright as sw
-    >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(64, 64), dtype="uint16",
-    ...               chunks=(16, 16), shards=(32, 32), compressor="blosc")
-    >>> a.metadata["codecs"][0]["configuration"]["codecs"][1]["name"]
-    'blosc'
-    """
-    np_dtype = np.dtype(dtype)
-    if np_dtype.kind not in "biufc" or np_dtype.hasobject:
-        raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
-    if dimension_names is not None:
-        if isinstance(dimension_names, str):
-            raise ShapeError(
-                f"dimension_names must be a sequence of names, one per dimension, got the "
-                f"string {dimension_names!r}"
-            )
-        if len(dimension_names) != len(shape):
-            raise ShapeError(
-                f"dimension_names has {len(dimension_names)} names {tuple(dimension_names)} "
-                f"for a {len(shape)}-dimensional shape {tuple(shape)}"
-            )
-    # Check every setting before touching the folder: a refused create (even with
-    # overwrite=True) leaves whatever was there as it was.
-    json_text = _core.Array.spec_json(
-        _dims(shape, "shape"),
-        np_dtype.name,
-        _dims(chunks, "chunks"),
-        None if shards is None else _dims(shards, "shards"),
-        json.dumps(_fill_json(fill_value, np_dtype)),
-        "none" if compressor is None else str(compressor),
-        compression_level,
-        index_location,
-        None if dimension_names is None else [str(n) for n in dimension_names],
-    )
-    where = resolve(target, storage_options, path)
-    if where.store is not None:
-        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
-
-        adapter = StoreAdapter(where.store)
-        if overwrite:
-            adapter.delete_dir(where.key)
-        return Array(_core.Array.create_adapter(adapter, where.key, json_text, where.url))
-    if where.url is not None:
-        return Array(_core.Array.create_url(where.url, json_text, where.options, bool(overwrite)))
-    folder = where.path
-    assert folder is not None
-    if (folder / "zarr.json").exists() and not overwrite:
-        raise ShardwrightError(f"an array already exists at '{folder}' (use overwrite=True)")
-    if overwrite and folder.exists():
-        shutil.rmtree(folder)
-    created = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        core = _core.Array.create(str(folder), json_text)
-    except BaseException:
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return Array(core)
+def _is_plain(key: Any) -> bool:
+    """Whether ``key`` is basic indexing a transaction writes directly: integers, slices
+    of step 1 and Ellipsis."""
+    items = key if isinstance(key, tuple) else (key,)
+    for k in items:
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                return False
+        elif k is not Ellipsis and (
+            not isinstance(k, int | np.integer) or isinstance(k, bool | np.bool_)
+        ):
+            return False
+    return True

@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from ._errors import BoundsError, ShapeError
 
 
@@ -24,6 +26,8 @@ class Domain:
     Domains from :meth:`Array.iter_shards`, :meth:`Array.iter_chunks` and
     :meth:`ShardWriter.inner_chunks` carry their grid ``index``; others have ``None``.
     Equality and hashing ignore the index. ``numpy_array[d.slices]`` selects the box.
+    ``str(d)`` is the slices (``[2:4, 0:3]`` below), the form messages use; ``d * (2, 2)``
+    and ``d // (2, 2)`` carry a box to a grid twice as fine or as coarse (:meth:`scale`).
 
     >>> import numpy as np
     >>> from shardwright import Domain
@@ -36,6 +40,8 @@ class Domain:
     Domain(origin=(3, 1), shape=(1, 2))
     >>> Domain((3, 1), (1, 1)) in d
     True
+    >>> print(d, d * (2, 2), d // (2, 2))
+    [2:4, 0:3] [4:8, 0:6] [1:2, 0:2]
     """
 
     __slots__ = ("_index", "_origin", "_shape")
@@ -143,8 +149,79 @@ class Domain:
             raise ShapeError(f"offset {offset} does not have rank {self.ndim}")
         origin = tuple(o + d for o, d in zip(self._origin, offset))
         if any(o < 0 for o in origin):
-            raise BoundsError(f"{self!r} moved by {offset} has negative coordinates")
+            raise BoundsError(f"{self} moved by {offset} has negative coordinates")
         return Domain(origin, self._shape)
+
+    def scale(self, factors: Sequence[int]) -> Domain:
+        """The box on a grid ``factors`` times finer: origin and shape multiplied per
+        dimension (the same as ``self * factors``). With ``dst`` downsampled from ``src``
+        by 2, ``(c * (2, 2)).intersect(src_domain)`` is the source region of the
+        destination chunk ``c``. ``factors``: one positive int per dimension, else
+        :class:`ShapeError`.
+
+        >>> Domain((1, 3), (2, 2)).scale((2, 4))
+        Domain(origin=(2, 12), shape=(4, 8))
+        >>> whole = Domain((0, 0), (9, 9))                    # the source array
+        >>> print((Domain((4, 0), (1, 4)) * (2, 2)).intersect(whole))
+        [8:9, 0:8]
+        """
+        f = self._factors(factors, "*")
+        return Domain(
+            tuple(o * k for o, k in zip(self._origin, f)),
+            tuple(s * k for s, k in zip(self._shape, f)),
+        )
+
+    def __mul__(self, factors: Sequence[int]) -> Domain:
+        """``d * factors`` is :meth:`scale`: the box on a grid ``factors`` times finer.
+
+        >>> print(Domain((0, 4), (4, 4)) * (2, 2))
+        [0:8, 8:16]
+        """
+        return self.scale(factors)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, factors: Sequence[int]) -> Domain:
+        """``d // factors``: the box on a grid ``factors`` times coarser that covers ``d``
+        (origin divided rounding down, stop divided rounding up); an empty extent stays
+        empty. ``(d * f) // f == d``; ``(d // f) * f`` contains ``d``.
+
+        >>> print(Domain((3, 4), (4, 4)) // (2, 2))
+        [1:4, 2:4]
+        >>> Domain((5,), (0,)) // (2,)
+        Domain(origin=(2,), shape=(0,))
+        """
+        f = self._factors(factors, "//")
+        origin = tuple(o // k for o, k in zip(self._origin, f))
+        stop = tuple(
+            o if s == 0 else -(-(b + s) // k)
+            for o, s, b, k in zip(origin, self._shape, self._origin, f)
+        )
+        return Domain(origin, tuple(e - o for o, e in zip(origin, stop)))
+
+    def _factors(self, factors: object, op: str) -> tuple[int, ...]:
+        """``factors`` checked: one positive int per dimension."""
+        expected = f"one positive int per dimension ({self.ndim} here)"
+        if isinstance(factors, str | bytes) or not isinstance(factors, Sequence | np.ndarray):
+            raise ShapeError(f"{self} {op} {factors!r}: the factors must be {expected}")
+        values = []
+        for k in factors:
+            if isinstance(k, bool | np.bool_):
+                raise ShapeError(f"{self} {op} {factors!r}: the factors must be {expected}")
+            try:
+                values.append(operator.index(k))
+            except TypeError:
+                raise ShapeError(
+                    f"{self} {op} {factors!r}: the factors must be {expected}"
+                ) from None
+        if len(values) != self.ndim:
+            raise ShapeError(
+                f"{self} {op} {tuple(values)}: {len(values)} factors for a domain of rank "
+                f"{self.ndim}"
+            )
+        if any(k < 1 for k in values):
+            raise ShapeError(f"{self} {op} {tuple(values)}: the factors must be {expected}")
+        return tuple(values)
 
     def __contains__(self, other: object) -> bool:
         if not isinstance(other, Domain):
@@ -164,6 +241,15 @@ class Domain:
 
     def __repr__(self) -> str:
         return f"Domain(origin={self._origin}, shape={self._shape})"
+
+    def __str__(self) -> str:
+        """``[start:stop, ...]`` per dimension, the form every shardwright message uses
+        (``[]`` for rank 0); ``repr()`` gives the constructor form.
+
+        >>> str(Domain((0, 24), (8, 16))), str(Domain((), ()))
+        ('[0:8, 24:40]', '[]')
+        """
+        return "[" + ", ".join(f"{o}:{o + s}" for o, s in zip(self._origin, self._shape)) + "]"
 
     def __reduce__(self) -> tuple[object, ...]:
         if self._index is None:

@@ -54,3 +54,33 @@ class NotDurableError(ShardwrightError):
     """The shard *was* stored (renamed into place, visible to readers), but flushing the
     change to disk failed: it may be lost if the machine loses power before the
     filesystem writes it. Writing the shard again is safe."""
+
+
+class ReadOnlyError(ShardwrightError, PermissionError):
+    """A write (a writer, a transaction, an assignment, a resize, an attribute change) to
+    an array opened with ``mode="r"`` (or through a read-only zarr store).
+
+    >>> import tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/r.zarr", shape=(2,), dtype="uint8", chunks=(2,))
+    >>> path = a.path
+    >>> try:
+    ...     sw.open(path, mode="r").resize(4)
+    ... except sw.ReadOnlyError as err:
+    ...     print(type(err).__mro__[2].__name__)
+    PermissionError
+    """
+
+
+class NotAnArrayError(ArrayNotFoundError):
+    """A Zarr group (or a Zarr v2 array) where a Zarr v3 array was expected; the message
+    says which arrays the group holds, or how to convert a v2 array.
+
+    >>> import tempfile, numpy as np, shardwright as sw
+    >>> image = tempfile.mkdtemp() + "/img.zarr"
+    >>> _ = sw.pyramid(np.zeros((8, 8), "uint8"), image, factors=(2, 2), levels=2)
+    >>> try:
+    ...     sw.open(image)
+    ... except sw.NotAnArrayError as err:
+    ...     print(str(err).split("; ")[1].split(":")[0])
+    it holds the arrays '0', '1'
+    """

@@ -5,8 +5,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from ._domain import Domain
 from ._errors import BoundsError, ShapeError
+from ._selection import _short
 
 
 def expand_key(key: Any, ndim: int) -> tuple[Any, ...]:
@@ -20,7 +23,7 @@ def expand_key(key: Any, ndim: int) -> tuple[Any, ...]:
     if explicit > ndim:
         raise BoundsError(f"too many indices: array is {ndim}-dimensional, got {explicit}")
     if n_ellipsis:
-        at = key.index(Ellipsis)
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
         key = key[:at] + (slice(None),) * (ndim - explicit) + key[at + 1 :]
     return key + (slice(None),) * (ndim - len(key))
 
@@ -48,11 +51,16 @@ def parse_key(key: Any, shape: tuple[int, ...]) -> tuple[Domain, tuple[slice | i
             end = r[-1] - lo + (1 if r.step > 0 else -1)
             local.append(slice(r[0] - lo, None if end < 0 else end, r.step))
         else:
+            if isinstance(k, bool | np.bool_):
+                raise ShapeError(
+                    f"a boolean ({k!r}) is not an index here: writers and transactions take "
+                    "integers, slices and Ellipsis (a mask goes to a.vindex[...] or a[mask])"
+                )
             try:
                 i = operator.index(k)
             except TypeError as err:
                 raise ShapeError(
-                    f"only integers, slices and Ellipsis are supported, got {k!r}"
+                    f"only integers, slices and Ellipsis are supported, got {_short(k)}"
                 ) from err
             if not -n <= i < n:
                 raise BoundsError(f"index {i} is out of bounds for axis {axis} with size {n}")

@@ -5,7 +5,9 @@ shards of their own."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import inspect
 import threading
 import time
 from collections import deque
@@ -13,8 +15,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+import numpy as np
+
 from ._domain import Domain
-from ._errors import NotDurableError
+from ._errors import DTypeError, NotDurableError, ShapeError
 from ._progress import Progress
 
 
@@ -52,12 +56,12 @@ def map_chunks(
             except NotDurableError as err:
                 # Stored and visible; only the flush to disk failed. Counted as stored,
                 # and reported (the loop stops, as for any failed commit).
-                err.add_note(f"map_chunks: shard {shard!r} was stored but may not be durable")
+                err.add_note(f"map_chunks: shard {shard} was stored but may not be durable")
                 failed.append(err)
                 totals["shards_written"] += 1
                 return
             except Exception as err:
-                err.add_note(f"map_chunks: shard {shard!r} was not stored")
+                err.add_note(f"map_chunks: shard {shard} was not stored")
                 failed.append(err)
                 return
             totals["shards_written"] += 1
@@ -71,7 +75,7 @@ def map_chunks(
             for shard in shards:
                 with array.write_shard(shard) as w:
                     for chunk in w.inner_chunks():
-                        w[chunk] = fn(chunk)
+                        fill_chunk(w, chunk, fn)
                     commit = w._commit_background()
                 pending.append((shard, commit))
                 while len(pending) >= in_flight:
@@ -108,6 +112,80 @@ def map_chunks(
         raise ExceptionGroup(f"map_chunks: the commits of {len(failed)} shards failed", failed)
     totals["seconds"] = time.perf_counter() - started
     return totals
+
+
+def fill_chunk(w: Any, chunk: Domain, fn: Callable[[Domain], Any]) -> None:
+    """``w[chunk] = fn(chunk)``; when ``fn`` returns what cannot be written there
+    (``None``, a coroutine or a Future, data of a shape that does not broadcast to the
+    chunk's or of a dtype that does not cast), the error names the chunk and says what
+    ``fn`` must return.
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/f.zarr", shape=(4, 4), dtype="uint8",
+    ...               chunks=(2, 2), shards=(4, 4))
+    >>> import textwrap
+    >>> try:
+    ...     a.map_chunks(lambda c: np.zeros(3, "uint8"))
+    ... except sw.ShapeError as err:
+    ...     print(textwrap.fill(str(err), 80))
+    map_chunks: fn returned data of shape (3,) and dtype uint8 for the chunk [0:2,
+    0:2]: fn must return an array of shape (2, 2) and dtype uint8, or a scalar or
+    data that numpy broadcasts to that shape (data of shape (3,) does not broadcast
+    to the region's shape (2, 2))
+    """
+    value = fn(chunk)
+    if not isinstance(value, np.ndarray):
+        _check_returned(value, chunk, w)
+    try:
+        w[chunk] = value
+    except (ShapeError, DTypeError) as err:
+        kind = DTypeError if isinstance(err, DTypeError) else ShapeError
+        raise kind(
+            f"map_chunks: fn returned {_described(value)} for the chunk {chunk}: "
+            f"{_expected(w, chunk)} ({err})"
+        ) from None
+
+
+def _expected(w: Any, chunk: Domain) -> str:
+    dtype = getattr(w, "_dtype", "of the array")
+    return (
+        f"fn must return an array of shape {chunk.shape} and dtype {dtype}, or a scalar or "
+        "data that numpy broadcasts to that shape"
+    )
+
+
+def _described(value: Any) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        return f"data of shape {shape} and dtype {dtype}"
+    return f"a value of type {type(value).__name__}"
+
+
+_VALUES = (list, tuple, bool, int, float, complex, np.generic)
+
+
+def _check_returned(value: Any, chunk: Domain, w: Any) -> None:
+    """Refuse ``None``, coroutines and Futures, naming the chunk."""
+    if value is None:
+        raise ShapeError(
+            f"map_chunks: fn returned None for the chunk {chunk}: {_expected(w, chunk)} "
+            "(is a return statement missing?)"
+        )
+    if isinstance(value, _VALUES) or hasattr(value, "__array__"):
+        return  # dask arrays are awaitable too, and written as arrays
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited, and never will be: no warning saying so
+        raise DTypeError(
+            f"map_chunks: fn returned a coroutine for the chunk {chunk}; map_chunks calls fn "
+            "synchronously: return the array (an `async def` fn cannot be used; run its "
+            f"awaits inside fn, e.g. with asyncio.run): {_expected(w, chunk)}"
+        )
+    if inspect.isawaitable(value) or isinstance(value, concurrent.futures.Future):
+        raise DTypeError(
+            f"map_chunks: fn returned a Future ({type(value).__name__}) for the chunk "
+            f"{chunk}; map_chunks calls fn synchronously: return the array (e.g. call "
+            f".result()): {_expected(w, chunk)}"
+        )
 
 
 def _note_stored(err: BaseException, stored: int, total: int) -> None:
@@ -152,16 +230,16 @@ def _map_on_threads(
                     for chunk in w.inner_chunks():
                         if stop.is_set():
                             raise _Stopped
-                        w[chunk] = fn(chunk)
+                        fill_chunk(w, chunk, fn)
             except _Stopped:
                 return
             except NotDurableError as err:
-                err.add_note(f"map_chunks: shard {shard!r} was stored but may not be durable")
+                err.add_note(f"map_chunks: shard {shard} was stored but may not be durable")
                 with lock:
                     totals["shards_written"] += 1
                 raise
             except BaseException as err:
-                err.add_note(f"map_chunks: shard {shard!r} was not stored")
+                err.add_note(f"map_chunks: shard {shard} was not stored")
                 raise
             stored(shard, w.stats)
 

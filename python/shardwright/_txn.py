@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from . import _async
 from ._context import CommitOnExit
 from ._domain import Domain
 from ._errors import BoundsError
 from ._indexing import parse_key, parse_write_key
+from ._values import is_element
 from ._writer import ShardWriter, coerce, hold, write_region
+
+# A broadcast value over more bytes than this is written shard by shard.
+_SPLIT_BYTES = 16 << 20
 
 
 class Transaction(CommitOnExit):
@@ -52,6 +58,7 @@ class Transaction(CommitOnExit):
         shard_index: Callable[[Domain | Sequence[int]], tuple[int, ...]],
         *,
         limited: bool = False,
+        shard_shape: tuple[int, ...] | None = None,
     ) -> None:
         self._core = core
         self._shape = shape
@@ -59,6 +66,13 @@ class Transaction(CommitOnExit):
         self._shard_index = shard_index
         self._limited = limited
         self._stats: dict[str, int] | None = None
+        self._aborted = False
+        # The shard indices written to, for repr(); the shard shape from the array that
+        # made this transaction when not given.
+        self._touched: set[tuple[int, ...]] = set()
+        if shard_shape is None:
+            shard_shape = getattr(getattr(shard_index, "__self__", None), "_shard_shape", None)
+        self._shard_shape = None if shard_shape is None else tuple(shard_shape)
 
     @property
     def closed(self) -> bool:
@@ -80,13 +94,63 @@ class Transaction(CommitOnExit):
         return dict(self._stats)
 
     def __setitem__(self, key: Any, data: Any) -> None:
-        """Stage ``data`` (an array shaped as numpy gives ``array[key]``, or a scalar) at
-        ``key`` (a Domain, or basic indexing: integers, slices of step 1, Ellipsis)."""
+        """Stage ``data`` at ``key`` (a Domain, or basic indexing: integers, slices of step
+        1, Ellipsis). ``data`` is what numpy assigns to ``array[key]`` (an array, a nested
+        list, a scalar, broadcast and cast as :meth:`ShardWriter.__setitem__` says).
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(3, 3), dtype="int8",
+        ...               chunks=(2, 2), shards=(2, 2))
+        >>> with a.transaction() as tx:
+        ...     tx[:, 1:] = [[1], [2], [3]]   # a column, broadcast across
+        >>> a[...].tolist()
+        [[0, 1, 1], [0, 2, 2], [0, 3, 3]]
+        """
         hold(data)
         region, shape = parse_write_key(key, self._shape)
         if region not in Domain((0,) * len(self._shape), self._shape):
-            raise BoundsError(f"{region!r} is not inside the array of shape {self._shape}")
-        write_region(self._core, region, coerce(data, self._dtype, shape))
+            raise BoundsError(f"{region} is not inside the array of shape {self._shape}")
+        value = coerce(data, self._dtype, shape, element=is_element(key, shape))
+        for part, piece in self._pieces(region, value):
+            write_region(self._core, part, piece)
+        self._touch(region)
+
+    def _pieces(
+        self, region: Domain, value: np.ndarray | bytes
+    ) -> Iterator[tuple[Domain, np.ndarray | bytes]]:
+        """``region`` and ``value``, or, for a broadcast value (a zero stride) over more
+        than 16 MiB, shard by shard: the engine makes each piece contiguous, so a row
+        broadcast over a huge region never takes the region's size in memory."""
+        big = region.size * self._dtype.itemsize > _SPLIT_BYTES
+        if isinstance(value, bytes) or not big or 0 not in value.strides or not self._shard_shape:
+            yield region, value
+            return
+        value = value.reshape(region.shape)
+        grid = [
+            range(o // s, -(-(o + n) // s))
+            for o, n, s in zip(region.origin, region.shape, self._shard_shape)
+        ]
+        for index in itertools.product(*grid):
+            shard = Domain([i * s for i, s in zip(index, self._shard_shape)], self._shard_shape)
+            part = shard.intersect(region)
+            if part is not None and part.size:
+                local = tuple(
+                    slice(a - o, b - o) for a, b, o in zip(part.origin, part.stop, region.origin)
+                )
+                yield part, value[local]
+
+    def _touch(self, region: Domain) -> None:
+        """Count the shards ``region`` meets as touched (for repr)."""
+        if self._shard_shape is None or region.size == 0:
+            return
+        ranges = [
+            range(o // s, (o + n - 1) // s + 1)
+            for o, n, s in zip(region.origin, region.shape, self._shard_shape)
+        ]
+        if all(len(r) == 1 for r in ranges):
+            self._touched.add(tuple(r.start for r in ranges))
+        else:
+            self._touched.update(itertools.product(*ranges))
 
     def __getitem__(self, key: Any) -> np.ndarray:
         """Read with basic indexing: the stored data with this transaction's staged data
@@ -101,7 +165,9 @@ class Transaction(CommitOnExit):
         the transaction's ``memory_limit`` as it is written."""
         index = self._shard_index(shard)
         core = self._core.shard_writer(list(index))
-        return _StagingShardWriter(core, self._dtype, self._shape, self._core, self._limited)
+        return _StagingShardWriter(
+            core, self._dtype, self._shape, self._core, self._limited, self._touched
+        )
 
     def commit(self) -> dict[str, int]:
         """Store every touched shard (in parallel). Returns :attr:`stats`."""
@@ -111,17 +177,76 @@ class Transaction(CommitOnExit):
     def abort(self) -> None:
         """Drop every staged write; nothing (more) is stored."""
         self._core.abort()
+        self._aborted = True
+
+    def __repr__(self) -> str:
+        """What the transaction holds: open, with the shards touched and the bytes staged;
+        committed, with the shards written; or aborted.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(8, 8), dtype="uint8",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> with a.transaction() as tx:
+        ...     tx[0:6, 0:2] = 1
+        ...     print(repr(tx))  # doctest: +ELLIPSIS
+        <shardwright.Transaction open: 2 shards touched, ... B staged>
+        >>> tx
+        <shardwright.Transaction committed: 2 shards written>
+        """
+        if self._stats is not None:
+            return (
+                f"<shardwright.Transaction committed: {self._stats.get('shards_written', 0)} "
+                "shards written>"
+            )
+        if self._aborted:
+            return "<shardwright.Transaction aborted>"
+        if self.closed:
+            return "<shardwright.Transaction closed>"
+        touched = "" if self._shard_shape is None else f"{len(self._touched)} shards touched, "
+        return f"<shardwright.Transaction open: {touched}{_size(self.staged_memory)} staged>"
+
+    @_async.coroutine_function
+    def write_async(self, key: Any, data: Any) -> _async.Pending[None]:
+        """The awaitable twin of ``tx[key] = data``: the same conversion, checks and errors
+        (raised from the ``await``; :class:`TransactionTooLarge` too), with the blocking
+        part on a worker thread so the event loop keeps running. Queued at the call: the
+        calls on one transaction run one at a time in call order, and :meth:`commit_async`
+        and the end of an ``async with`` block come after the calls made before them.
+        ``tx[key]`` reads see a call's data once its ``await`` returned. The rules are
+        those of :meth:`ShardWriter.write_async`.
+
+        >>> import asyncio, numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(8, 8), dtype="int16",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> async def main():
+        ...     async with a.transaction() as tx:
+        ...         await tx.write_async(np.s_[3:5, 3:5], np.array([[1, 2], [3, 4]]))
+        ...         await tx.write_async(np.s_[4, :], 9)
+        ...         return tx[3:5, 3:5].tolist()
+        >>> asyncio.run(main())
+        [[1, 2], [9, 9]]
+        >>> int(a[4, 0])
+        9
+        """
+        return _async.write(self, key, data)
 
 
 class _StagingShardWriter(ShardWriter):
     """A shard writer whose commit merges into a transaction instead of storing."""
 
     def __init__(
-        self, core: Any, dtype: np.dtype, shape: tuple[int, ...], tx: Any, limited: bool
+        self,
+        core: Any,
+        dtype: np.dtype,
+        shape: tuple[int, ...],
+        tx: Any,
+        limited: bool,
+        touched: set[tuple[int, ...]] | None = None,
     ) -> None:
         super().__init__(core, dtype, shape)
         self._tx = tx
         self._limited = limited
+        self._touched = touched
 
     def __setitem__(self, key: Any, data: Any) -> None:
         super().__setitem__(key, data)
@@ -135,4 +260,18 @@ class _StagingShardWriter(ShardWriter):
         written = self.stats
         self._tx.absorb(self._core)
         self._stats = written
+        if self._touched is not None:  # the transaction commits the shard, even empty
+            self._touched.add(self._shard.index or ())
         return dict(written)
+
+
+def _size(n: int) -> str:
+    """``n`` bytes for people: ``512 B``, ``1.5 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} TiB"

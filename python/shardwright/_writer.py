@@ -2,74 +2,19 @@
 
 from __future__ import annotations
 
-import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from . import _async
+from ._cells import Cells
 from ._context import CommitOnExit
 from ._domain import Domain
-from ._errors import BoundsError, DTypeError, ShapeError
+from ._errors import BoundsError
 from ._indexing import parse_write_key
-
-_SCALARS = (bool, int, float, complex, np.generic)
-
-
-def coerce(data: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray | bytes:
-    """``data`` as a numpy array of ``dtype`` and ``shape`` (any memory layout), or, for a
-    scalar, as the bytes of one element. Casts follow numpy's ``same_kind`` rule."""
-    if isinstance(data, _SCALARS) or (isinstance(data, np.ndarray) and data.ndim == 0):
-        value = data.item() if isinstance(data, np.ndarray | np.generic) else data
-        source = data.dtype if isinstance(data, np.ndarray | np.generic) else None
-        if source is not None and not np.can_cast(source, dtype, "same_kind"):
-            raise DTypeError(f"cannot cast {source} to the array's dtype {dtype} (same_kind)")
-        if source is None and np.result_type(dtype, value) != dtype:
-            raise DTypeError(
-                f"cannot cast {type(value).__name__} {value!r} to the array's dtype {dtype}"
-            )
-        try:
-            return np.asarray(value, dtype=dtype).tobytes()
-        except OverflowError as err:
-            raise DTypeError(f"{value!r} does not fit in the array's dtype {dtype}") from err
-    array = np.asarray(data)
-    if array.dtype != dtype:
-        if not np.can_cast(array.dtype, dtype, "same_kind"):
-            raise DTypeError(
-                f"cannot cast data of dtype {array.dtype} to the array's dtype {dtype} "
-                "(numpy's same_kind rule)"
-            )
-        array = array.astype(dtype)
-    if array.shape != shape:
-        raise ShapeError(f"data has shape {array.shape}, expected {shape}")
-    return array
-
-
-_HOLD_BYTES = 16 << 20
-_LAST = threading.local()  # the array last assigned on this thread (see hold())
-
-
-def hold(data: Any) -> None:
-    """Keep ``data`` until the next assignment on this thread, which drops it before it
-    copies its own data (``_holdable`` arrays only). ``w[c] = calculation(c)`` would
-    otherwise free each result right after the call, and glibc then gives the top of its
-    heap back and faults it in again for the next computation (a page fault per 4 KiB:
-    172k faults and +40% time measured on a 384**3 loop), as ``x = calculation(c)`` does
-    not."""
-    _LAST.value = data if _holdable(data) else None
-
-
-def _holdable(data: Any) -> bool:
-    """Whether to keep ``data`` until the next assignment: a numpy array whose memory (its
-    own, or that of the array it views) is at most 16 MiB — an inner chunk's result, not a
-    view of a whole volume or a memory map the caller expects to be freed."""
-    if not isinstance(data, np.ndarray):
-        return False
-    root = data
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return root.base is None and root.nbytes <= _HOLD_BYTES
+from ._values import coerce, hold, is_element
 
 
 def write_region(core: Any, region: Domain, value: np.ndarray | bytes) -> None:
@@ -152,25 +97,49 @@ class ShardWriter(CommitOnExit):
         stats["chunks_written"] = int(self._core.chunks_written)
         return stats
 
-    def inner_chunks(self) -> Iterator[Domain]:
-        """The inner chunks of the shard, clipped to the array, in C order."""
-        make = Domain._from_grid
-        for origin, shape, index in self._core.inner_chunks():
-            yield make(origin, shape, index)
+    def inner_chunks(self) -> Cells:
+        """The inner chunks of the shard, clipped to the array, in C order: a single-use
+        iterator with ``len()`` (the chunks still to come), see :class:`~shardwright._cells.Cells`.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(6, 6), dtype="uint8",
+        ...               chunks=(2, 2), shards=(4, 4))
+        >>> w = a.write_shard((1, 1))
+        >>> chunks = w.inner_chunks()
+        >>> len(chunks), [str(c) for c in chunks]
+        (1, ['[4:6, 4:6]'])
+        """
+        return Cells(self._core.inner_chunks(), "chunks")
 
     def __setitem__(self, key: Any, data: Any) -> None:
         """Write an inner chunk (a Domain from :meth:`inner_chunks`) or any region inside
         the shard (a Domain, or numpy basic indexing in array coordinates: integers,
-        slices of step 1, Ellipsis). ``data``: an array of the region's shape (as numpy
-        gives ``array[key]``) or a scalar. Inner chunks covered only in part are completed
-        at commit from the stored chunk (or the fill value)."""
+        slices of step 1, Ellipsis). ``data``: what numpy assigns to ``array[key]`` — an
+        array (or anything with ``__array__``), a (nested) list, or a scalar, broadcast to
+        the region by numpy's rules and cast to the array's dtype under ``same_kind``;
+        a broadcast value is not expanded in memory. Inner chunks covered only in part
+        are completed at commit from the stored chunk (or the fill value).
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(2, 4), dtype="uint8",
+        ...               chunks=(2, 2), shards=(2, 4))
+        >>> with a.write_shard((0, 0)) as w:
+        ...     w[:, :] = [1, 2, 3, 4]        # a list, broadcast to every row
+        ...     w[1, 2:] = 9
+        >>> a[...].tolist()
+        [[1, 2, 3, 4], [1, 2, 9, 9]]
+        """
         hold(data)
         region, shape = parse_write_key(key, self._array_shape)
         if region.index is None and region.ndim == self._shard.ndim and region not in self._shard:
             # Checked here with exact integers: the engine's u64 coordinates could overflow.
             # (Domains from the grid iterators lie in the array; the engine checks them.)
-            raise BoundsError(f"{region!r} is not inside the shard {self._shard!r}")
-        write_region(self._core, region, coerce(data, self._dtype, shape))
+            raise BoundsError(
+                f"{region} is not inside the shard {self._shard}; use a.transaction() for "
+                "regions across shards"
+            )
+        value = coerce(data, self._dtype, shape, element=is_element(key, shape))
+        write_region(self._core, region, value)
 
     def commit(self) -> dict[str, int]:
         """Wait for the encodes and store the shard (one put). Returns :attr:`stats`."""
@@ -205,12 +174,68 @@ class ShardWriter(CommitOnExit):
             return
         if held:
             warnings.warn(
-                f"ShardWriter for shard {self._shard!r} was dropped holding written data "
+                f"ShardWriter for shard {self._shard} was dropped holding written data "
                 "without commit() or a with block: nothing of it was stored",
                 ResourceWarning,
                 stacklevel=2,
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "open"
-        return f"<ShardWriter {self._shard!r} {state}>"
+        """The shard and the writer's state.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(8,), dtype="uint8",
+        ...               chunks=(2,), shards=(4,))
+        >>> with a.write_shard((1,)) as w:
+        ...     w[4:6] = 1
+        ...     print(repr(w))
+        <shardwright.ShardWriter [4:8] open: 1 chunks written>
+        >>> w
+        <shardwright.ShardWriter [4:8] committed: 1 chunks written>
+        """
+        if not self.closed:
+            state = f"open: {self._core.chunks_written} chunks written"
+        elif self._stats is not None:
+            state = f"committed: {self._stats.get('chunks_written', 0)} chunks written"
+        else:
+            state = "closed"
+        return f"<shardwright.ShardWriter {self._shard} {state}>"
+
+    @_async.coroutine_function
+    def write_async(self, key: Any, data: Any) -> _async.Pending[None]:
+        """The awaitable twin of ``w[key] = data``: ``await w.write_async(key, data)`` does
+        what the assignment does, with the same conversion, checks and errors (raised from
+        the ``await``), but the blocking part (converting and copying the data, and waiting
+        for the encoders when they fall behind) runs on a worker thread (the event loop's
+        default executor), so the loop keeps running meanwhile.
+
+        Order: the write is queued when ``write_async`` is *called* (as obstore's
+        ``*_async`` methods start at the call), and the calls on one writer run one at a
+        time in call order; :meth:`commit_async` and the end of an ``async with`` block
+        come after the calls made before them. So writes started together
+        (``asyncio.gather``, ``create_task``) apply in the order of the calls, and a task's
+        write is in the shard even if the block ends before the task ran. A call never
+        awaited still writes (Python warns that it was never awaited). ``w[key] = data``
+        and :meth:`commit` do not wait for pending calls: do not mix them.
+
+        Memory: awaiting each call bounds memory as the assignment does; calls started
+        together keep their data until their turn. The data is copied in its turn: leave
+        it unchanged until the ``await`` returns. A call cancelled before its turn writes
+        nothing; once running, it completes. Each call costs a hand-off to a thread and
+        back (0.1 to 0.2 ms measured on 2 cores, against 13 us for the assignment of a
+        1 KiB chunk): for many small chunks that never wait, the assignment is cheaper.
+
+        >>> import asyncio, numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(8, 8), dtype="uint8",
+        ...               chunks=(4, 4), shards=(8, 8))
+        >>> async def main():
+        ...     async with a.write_shard((0, 0)) as w:
+        ...         for c in w.inner_chunks():
+        ...             await w.write_async(c, np.full(c.shape, c.index[1] + 1, "uint8"))
+        ...     return w.stats["chunks_written"]
+        >>> asyncio.run(main())
+        4
+        >>> a[0].tolist()
+        [1, 1, 1, 1, 2, 2, 2, 2]
+        """
+        return _async.write(self, key, data)

@@ -84,7 +84,7 @@ def test_getitem_out_of_bounds(readback, key):
         a[key]
 
 
-@pytest.mark.parametrize("key", [None, [1, 2], np.array([1, 2]), 1.5, "a", (..., ...)])
+@pytest.mark.parametrize("key", [1.5, "a", (..., ...)])
 def test_getitem_not_basic_indexing(readback, key):
     a, _ = readback
     with pytest.raises(sw.ShardwrightError):

@@ -1,0 +1,430 @@
+"""``open`` and ``create``: where an :class:`Array` comes from."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import operator
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._array import Array
+from ._errors import (
+    ArrayNotFoundError,
+    DTypeError,
+    NotAnArrayError,
+    ShapeError,
+    ShardwrightError,
+    UnsupportedError,
+)
+from ._location import resolve
+from ._metadata import attributes_json, compressor_setting
+
+
+def open(
+    target: str | os.PathLike[str] | Any,
+    *,
+    path: str | None = None,
+    mode: str = "r+",
+    storage_options: Mapping[str, Any] | None = None,
+) -> Array:
+    """Open an existing Zarr v3 array: a local path to the array's folder (or a
+    ``file://`` URL), an object-store URL (``s3://bucket/path``, ``gs://…``, ``az://…``,
+    ``memory:///path`` for the process's in-memory store), or a ``zarr.Array`` on a
+    ``LocalStore`` or on zarr-python's ``ObjectStore`` over obstore's ``S3Store``,
+    ``GCSStore``, ``AzureStore`` or ``LocalStore`` (opened natively, with the same bucket,
+    prefix and config), or on any other zarr-python store (``MemoryStore``,
+    ``FsspecStore``, an Icechunk session's store, a ``WrapperStore``…: the engine calls
+    the store's own ``get`` / ``set`` / ``delete`` on zarr-python's event loop). ``target``
+    may also be a zarr-python store itself, with ``path`` the array's path in it; for a
+    path or URL, ``path`` is joined onto it (``sw.open(root, path="raw")``).
+    ``mode``: ``"r+"`` (default: read and write) or ``"r"`` (read-only: writers,
+    transactions, assignments, resizes and attribute changes raise
+    :class:`ReadOnlyError`). ``storage_options``: object_store configuration keys
+    (``endpoint``, ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``,
+    …; values are turned into strings); what is not given comes from the environment
+    (``AWS_*``, …). Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there
+    is no ``zarr.json``, :class:`NotAnArrayError` (one) for a Zarr group, naming the
+    arrays it holds, or a Zarr v2 array, :class:`UnsupportedError` naming an unsupported
+    codec, data type or URL scheme.
+
+    >>> import tempfile, shardwright as sw
+    >>> path = tempfile.mkdtemp() + "/a.zarr"
+    >>> _ = sw.create(path, shape=(4,), dtype="int16", chunks=(2,), shards=(4,))
+    >>> sw.open(path).shape
+    (4,)
+    >>> try:
+    ...     sw.open(path, mode="r")[:] = 1
+    ... except sw.ReadOnlyError as err:
+    ...     print(str(err).split(";")[0])  # doctest: +ELLIPSIS
+    assignment: the array '...a.zarr' was opened with mode='r' (read-only)
+    >>> _ = sw.create("memory:///doc/open.zarr", shape=(4,), dtype="int16", chunks=(2,))
+    >>> sw.open("memory:///doc/open.zarr").url
+    'memory:///doc/open.zarr'
+    """
+    if mode not in ("r", "r+"):
+        raise ValueError(
+            f"mode must be 'r' (read-only) or 'r+' (read and write), got {mode!r}; "
+            "sw.create makes new arrays"
+        )
+    read_only = mode == "r"
+    where = resolve(target, storage_options, path)
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        read_only = read_only or bool(getattr(where.store, "read_only", False))
+        with _group_error(where.url):
+            core = _core.Array.open_adapter(StoreAdapter(where.store), where.key, where.url)
+        return Array(core, read_only=read_only)
+    read_only = read_only or bool(getattr(getattr(target, "store", None), "read_only", False))
+    if where.url is not None:
+        with _group_error(where.url):
+            core = _core.Array.open_url(where.url, where.options)
+        return Array(core, read_only=read_only)
+    folder = where.path
+    assert folder is not None
+    _refuse_what_is_not_an_array(folder)
+    return Array(_core.Array.open(str(folder)), read_only=read_only)
+
+
+@contextlib.contextmanager
+def _group_error(where: str) -> Iterator[None]:
+    """The engine's refusal of a group's ``zarr.json`` as a :class:`NotAnArrayError`."""
+    try:
+        yield
+    except ShardwrightError as err:
+        if "is a Zarr group, not an array" in str(err):
+            raise NotAnArrayError(
+                f"'{where}' is a Zarr group, not an array: open one of its arrays with path='…'"
+            ) from err
+        raise
+
+
+def _refuse_what_is_not_an_array(folder: Path) -> None:
+    """A clear error for a local folder holding no Zarr v3 array: a group (naming its
+    arrays), a Zarr v2 array or group, or nothing."""
+    metadata = folder / "zarr.json"
+    if metadata.is_file():
+        try:
+            node = json.loads(metadata.read_text()).get("node_type")
+        except (ValueError, AttributeError, OSError):
+            return  # the engine names what is wrong with it
+        if node == "group":
+            arrays = _arrays_in(folder)
+            held = ", ".join(repr(a) for a in arrays[:12]) + (" …" if len(arrays) > 12 else "")
+            hint = (
+                f"it holds the arrays {held}: open one with sw.open({str(folder)!r}, "
+                f"path={arrays[0]!r})"
+                if arrays
+                else "it holds no arrays"
+            )
+            raise NotAnArrayError(f"'{folder}' is a Zarr group, not an array; {hint}")
+        return
+    if (folder / ".zarray").is_file() or (folder / ".zgroup").is_file():
+        what = "array" if (folder / ".zarray").is_file() else "group"
+        raise NotAnArrayError(
+            f"'{folder}' is a Zarr v2 {what}: Zarr v2 is not supported for writing; convert "
+            f"it with `shardwright copy {folder} NEW.zarr` (or sw.copy), which writes a "
+            "sharded Zarr v3 array"
+        )
+    raise ArrayNotFoundError(f"no Zarr v3 array at '{folder}' (no zarr.json)")
+
+
+def _arrays_in(group: Path, depth: int = 3) -> list[str]:
+    """The paths of the Zarr v3 arrays below ``group`` (a few levels deep), sorted."""
+    found: list[str] = []
+
+    def visit(folder: Path, prefix: str, left: int) -> None:
+        try:
+            children = sorted(p for p in folder.iterdir() if p.is_dir())
+        except OSError:
+            return
+        for child in children:
+            name = f"{prefix}{child.name}"
+            try:
+                node = json.loads((child / "zarr.json").read_text()).get("node_type")
+            except (ValueError, AttributeError, OSError):
+                continue
+            if node == "array":
+                found.append(name)
+            elif node == "group" and left > 1:
+                visit(child, name + "/", left - 1)
+
+    visit(group, "", depth)
+    return sorted(found, key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
+
+
+def _dims(values: Sequence[int], what: str) -> list[int]:
+    """``values`` as a list of extents in 0 .. 2**64, or a ShapeError naming them."""
+    try:
+        dims = [operator.index(v) for v in values]
+    except TypeError as err:
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
+    if any(not 0 <= d < 2**64 for d in dims):
+        raise ShapeError(f"{what} must hold integers from 0 to 2**64 - 1, got {tuple(dims)}")
+    return dims
+
+
+def _same_number(value: Any, scalar: Any) -> bool:
+    """Whether ``value`` is the number ``scalar`` (an exact integer, or a bool)."""
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError):
+        return False
+    if given.shape != () or given.dtype.kind not in "biuf":
+        return False
+    number = given.item()
+    if isinstance(number, float) and not number.is_integer():
+        return False
+    return int(number) == int(scalar)
+
+
+def _fill_json(value: Any, dtype: np.dtype) -> Any:
+    def number(x: float) -> Any:
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "Infinity" if x > 0 else "-Infinity"
+        return x
+
+    try:
+        scalar = np.asarray(value, dtype=dtype).item()
+    except (OverflowError, ValueError, TypeError) as err:
+        raise DTypeError(f"fill value {value!r} is not a {dtype}") from err
+    if dtype.kind in "biu" and not _same_number(value, scalar):
+        # numpy casts 1.5 to 1 and 300 to 44 for uint8 without a word: the array would
+        # say something else than what was asked.
+        raise DTypeError(f"fill value {value!r} is not a {dtype}: it would be stored as {scalar!r}")
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind == "f":
+        return number(float(scalar))
+    if dtype.kind == "c":
+        return [number(scalar.real), number(scalar.imag)]
+    raise UnsupportedError(f"data type {dtype}")
+
+
+class _Unset:
+    """The default of an argument not given."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET = _Unset()
+
+
+def _compression(
+    compressor: str | _Unset | None, compressors: Any, level: int | None, itemsize: int
+) -> tuple[str, int | None]:
+    """The compressor's name and level from ``create``'s ``compressor`` (shardwright's
+    name) or ``compressors`` (zarr-python's), and ``compression_level``."""
+    if not isinstance(compressor, _Unset) and not isinstance(compressors, _Unset):
+        raise ValueError("give compressor= or compressors=, not both")
+    if not isinstance(compressors, _Unset):
+        name, codec_level = compressor_setting(compressors, itemsize)
+        if codec_level is not None and level is not None and codec_level != level:
+            raise ValueError(
+                f"compression_level={level} contradicts the codec's level {codec_level}"
+            )
+        return name, level if level is not None else codec_level
+    if isinstance(compressor, _Unset):
+        return "zstd", level
+    return ("none" if compressor is None else str(compressor)), level
+
+
+def create(
+    target: str | os.PathLike[str] | Any,
+    *,
+    shape: Sequence[int],
+    dtype: Any,
+    chunks: Sequence[int],
+    shards: Sequence[int] | None = None,
+    fill_value: Any = 0,
+    compressor: str | _Unset | None = _UNSET,
+    compression_level: int | None = None,
+    index_location: str = "end",
+    dimension_names: Sequence[str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    compressors: Any = _UNSET,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    path: str | None = None,
+) -> Array:
+    """Create a Zarr v3 array at ``target`` (a local path, a URL, or a zarr-python store
+    with ``path`` the array's path in it; see :func:`open`) and open it. The ``zarr.json`` is what
+    zarr-python writes for the same settings: ``bytes`` + the compressor inside
+    ``sharding_indexed`` (when ``shards`` is given), a ``bytes`` + ``crc32c`` index.
+
+    ``compressor``: ``"zstd"`` (default, level 0 = zstd's default), ``"blosc"`` (zstd
+    inside, level 5), ``"gzip"`` (level 5) or ``None``; ``compression_level`` overrides
+    the level. ``compressors`` (instead, zarr-python's name): the same, or a zarr-python
+    codec object (``zarr.codecs.ZstdCodec(level=3)``, ``BloscCodec(cname="zstd")``,
+    ``GzipCodec``), or a list of one; settings shardwright would not write as given are
+    refused. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
+    ``attributes``: user attributes (JSON values) for ``zarr.json``; ``dimension_names``:
+    one name per dimension.
+    ``overwrite=True`` removes whatever is at ``target`` first (never a whole bucket or
+    store root). ``storage_options`` as for :func:`open`.
+
+    >>> import tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(64, 64), dtype="uint16",
+    ...               chunks=(16, 16), shards=(32, 32), compressor="blosc")
+    >>> a.metadata["codecs"][0]["configuration"]["codecs"][1]["name"]
+    'blosc'
+    """
+    np_dtype = np.dtype(dtype)
+    name, level = _compression(compressor, compressors, compression_level, np_dtype.itemsize)
+    if np_dtype.kind not in "biufc" or np_dtype.hasobject:
+        raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
+    if dimension_names is not None:
+        if isinstance(dimension_names, str):
+            raise ShapeError(
+                f"dimension_names must be a sequence of names, one per dimension, got the "
+                f"string {dimension_names!r}"
+            )
+        if len(dimension_names) != len(shape):
+            raise ShapeError(
+                f"dimension_names has {len(dimension_names)} names {tuple(dimension_names)} "
+                f"for a {len(shape)}-dimensional shape {tuple(shape)}"
+            )
+    # Check every setting before touching the folder: a refused create (even with
+    # overwrite=True) leaves whatever was there as it was.
+    json_text = _core.Array.spec_json(
+        _dims(shape, "shape"),
+        np_dtype.name,
+        _dims(chunks, "chunks"),
+        None if shards is None else _dims(shards, "shards"),
+        json.dumps(_fill_json(fill_value, np_dtype)),
+        name,
+        level,
+        index_location,
+        None if dimension_names is None else [str(n) for n in dimension_names],
+        None if attributes is None else attributes_json(attributes),
+    )
+    where = resolve(target, storage_options, path)
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        adapter = StoreAdapter(where.store)
+        if overwrite:
+            adapter.delete_dir(where.key)
+        return Array(_core.Array.create_adapter(adapter, where.key, json_text, where.url))
+    if where.url is not None:
+        return Array(_core.Array.create_url(where.url, json_text, where.options, bool(overwrite)))
+    folder = where.path
+    assert folder is not None
+    if (folder / "zarr.json").exists() and not overwrite:
+        raise ShardwrightError(f"an array already exists at '{folder}' (use overwrite=True)")
+    if overwrite and folder.exists():
+        shutil.rmtree(folder)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        core = _core.Array.create(str(folder), json_text)
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Array(core)
+
+
+def _auto_chunks(shape: Sequence[int], itemsize: int, shards: Sequence[int] | None) -> list[int]:
+    """Chunks of about 1 MiB for ``chunks="auto"``: the shape (or the shard shape), its
+    largest extent divided down until a chunk holds at most 1 MiB; with shards, each
+    extent stays a divisor of the shard's.
+
+    >>> _auto_chunks((4096, 4096), 2, None), _auto_chunks((3000, 3000), 4, (1000, 1000))
+    ([512, 1024], [500, 500])
+    """
+    chunk = [max(1, int(n)) for n in (shards if shards is not None else shape)]
+    while math.prod(chunk) * itemsize > 1 << 20 and max(chunk) > 1:
+        axis = chunk.index(max(chunk))
+        n = chunk[axis]
+        if shards is None:
+            chunk[axis] = -(-n // 2)
+        else:
+            factor = next(p for p in range(2, n + 1) if n % p == 0)
+            chunk[axis] = n // factor
+    return chunk
+
+
+def create_array(
+    store: str | os.PathLike[str] | Any,
+    *,
+    name: str | None = None,
+    shape: Sequence[int] | None = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Sequence[int] | str = "auto",
+    shards: Sequence[int] | None = None,
+    compressors: Any = "auto",
+    fill_value: Any = None,
+    attributes: Mapping[str, Any] | None = None,
+    dimension_names: Sequence[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    zarr_format: int = 3,
+    filters: Any = None,
+    order: str | None = None,
+) -> Array:
+    """:func:`create` with ``zarr.create_array``'s argument names: ``store`` (a path, URL
+    or zarr-python store) and ``name`` (the array's path in it), ``chunks="auto"`` (about
+    1 MiB, dividing ``shards``), ``compressors="auto"`` (zstd), ``fill_value=None`` (0),
+    ``data=`` (an array whose shape and dtype are taken, written once created).
+    What shardwright does not write is refused: ``zarr_format=2``, ``filters``, ``order="F"``.
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> a = sw.create_array(tempfile.mkdtemp(), name="raw", data=np.arange(6, dtype="int32"),
+    ...                     shards=(6,), attributes={"units": "nm"})
+    >>> a.chunks, a[:].tolist(), a.attrs["units"]
+    ((6,), [0, 1, 2, 3, 4, 5], 'nm')
+    """
+    if zarr_format != 3:
+        raise UnsupportedError(f"zarr_format={zarr_format}: shardwright writes Zarr v3 only")
+    if filters:
+        raise UnsupportedError(f"filters {filters!r}: shardwright writes bytes + one compressor")
+    if order not in (None, "C"):
+        raise UnsupportedError(f"order={order!r}: shardwright writes C order only")
+    values = None
+    if data is not None:
+        values = np.asarray(data)
+        if shape is not None and tuple(shape) != values.shape:
+            raise ShapeError(f"shape {tuple(shape)} contradicts data of shape {values.shape}")
+        shape = values.shape
+        dtype = values.dtype if dtype is None else dtype
+    if shape is None or dtype is None:
+        raise TypeError("create_array needs shape= and dtype= (or data=)")
+    np_dtype = np.dtype(dtype)
+    if isinstance(chunks, str):
+        if chunks != "auto":
+            raise ValueError(f"chunks must be a shape or 'auto', got {chunks!r}")
+        chunks = _auto_chunks(_dims(shape, "shape"), np_dtype.itemsize, shards)
+    array = create(
+        store,
+        path=name,
+        shape=shape,
+        dtype=np_dtype,
+        chunks=chunks,
+        shards=shards,
+        fill_value=0 if fill_value is None else fill_value,
+        compressors="zstd"
+        if isinstance(compressors, str) and compressors == "auto"
+        else compressors,
+        attributes=attributes,
+        dimension_names=dimension_names,
+        storage_options=storage_options,
+        overwrite=overwrite,
+    )
+    if values is not None and values.size:
+        array[...] = values
+    return array
