@@ -167,10 +167,6 @@ pub(crate) fn last_part(text: &str) -> Option<String> {
         .map(String::from)
 }
 
-fn finish(what: &str, shown: &Shown, report: &Report) {
-    shown.finish(what, report);
-}
-
 pub(crate) fn pyramid(args: &PyramidArgs) -> Result<(), Failure> {
     let method: Method = args.method.parse()?;
     let request = PlanRequest {
@@ -179,26 +175,23 @@ pub(crate) fn pyramid(args: &PyramidArgs) -> Result<(), Failure> {
         method: Some(method),
         ..Default::default()
     };
-    let (source, dest, options) = prepare(&args.common, request, true)?;
-    let mut shown = Shown::new(args.common.quiet);
-    let report = build::pyramid(
-        source.as_ref(),
-        dest.store.clone(),
-        &dest.path,
-        &options,
-        &mut |p| {
-            shown.update(p);
-            true
-        },
-    )?;
-    finish("pyramid", &shown, &report);
-    Ok(())
+    run(&args.common, request, true)
 }
 
 pub(crate) fn copy(args: &CopyArgs) -> Result<(), Failure> {
-    let (source, dest, options) = prepare(&args.common, PlanRequest::default(), false)?;
-    let mut shown = Shown::new(args.common.quiet);
-    let report = build::copy(
+    run(&args.common, PlanRequest::default(), false)
+}
+
+/// Build a pyramid (`as_pyramid`) or a copy with `request`, showing progress.
+fn run(common: &Common, request: PlanRequest, as_pyramid: bool) -> Result<(), Failure> {
+    let (source, dest, options) = prepare(common, request, as_pyramid)?;
+    let mut shown = Shown::new(common.quiet);
+    let (what, build): (&str, BuildFn) = if as_pyramid {
+        ("pyramid", build::pyramid)
+    } else {
+        ("copy", build::copy)
+    };
+    let report = build(
         source.as_ref(),
         dest.store.clone(),
         &dest.path,
@@ -208,6 +201,15 @@ pub(crate) fn copy(args: &CopyArgs) -> Result<(), Failure> {
             true
         },
     )?;
-    finish("copy", &shown, &report);
+    shown.finish(what, &report);
     Ok(())
 }
+
+/// [`build::pyramid`] or [`build::copy`].
+type BuildFn = fn(
+    &dyn shardwright::pyramid::source::Source,
+    std::sync::Arc<dyn shardwright::store::Store>,
+    &str,
+    &BuildOptions,
+    &mut dyn FnMut(&build::Progress) -> bool,
+) -> shardwright::Result<Report>;

@@ -70,16 +70,47 @@ fn attributes(text: &str) -> PyResult<serde_json::Map<String, serde_json::Value>
     }
 }
 
-/// Open the array at `path` in `store`, named `url` in messages and `Array.url`.
-fn open_at(py: Python<'_>, store: Arc<dyn Store>, path: &str, url: String) -> PyResult<PyArray> {
-    let inner = py
-        .detach(|| Array::open(store, path))
+/// Whether `path` in `store` holds a Zarr group's `zarr.json`.
+pub(crate) fn is_group(store: &dyn Store, path: &str) -> bool {
+    store
+        .get(&shardwright::store::join(path, "zarr.json"))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["node_type"] == "group")
+}
+
+/// The error for a group at `text` where an array was expected.
+pub(crate) fn group_error(text: &str) -> PyErr {
+    error(format!(
+        "'{text}' is a Zarr group, not an array; name one of its arrays, e.g. '{}/0'",
+        text.trim_end_matches('/')
+    ))
+}
+
+/// Open the array at `path` in `store`, named `text` in messages: a group there, or no
+/// `zarr.json`, is an error naming `text` (the group is looked for only once opening
+/// failed). No store call holds the GIL (the store may be served by Python threads of
+/// this process).
+pub(crate) fn open_named(
+    py: Python<'_>,
+    store: Arc<dyn Store>,
+    path: &str,
+    text: &str,
+) -> PyResult<Array> {
+    py.detach(|| Array::open(Arc::clone(&store), path))
         .map_err(|e| match e.kind() {
             shardwright::ErrorKind::NotFound => {
-                crate::errors::not_found(format!("no Zarr array at '{url}' (no zarr.json there)"))
+                crate::errors::not_found(format!("no Zarr array at '{text}' (no zarr.json there)"))
             }
+            _ if py.detach(|| is_group(store.as_ref(), path)) => group_error(text),
             _ => crate::errors::to_py(e),
-        })?;
+        })
+}
+
+/// Open the array at `path` in `store`, named `url` in messages and `Array.url`.
+fn open_at(py: Python<'_>, store: Arc<dyn Store>, path: &str, url: String) -> PyResult<PyArray> {
+    let inner = open_named(py, store, path, &url)?;
     Ok(PyArray {
         inner,
         root: None,

@@ -14,7 +14,7 @@ use shardwright::store::Store;
 use shardwright::{Array, Compressor, Domain, ErrorKind, FilesystemStore};
 use shardwright_object_store::ObjectStoreBackend;
 
-use crate::array::PyArray;
+use crate::array::{group_error, is_group, open_named, PyArray};
 use crate::errors::{error, guard, IntoPy};
 use crate::pystore::PyZarrStore;
 
@@ -91,38 +91,6 @@ fn native(inner: impl Source + 'static) -> PySource {
     }
 }
 
-fn is_group(store: &dyn Store, path: &str) -> bool {
-    store
-        .get(&shardwright::store::join(path, "zarr.json"))
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v["node_type"] == "group")
-}
-
-fn group_error(text: &str) -> PyErr {
-    error(format!(
-        "'{text}' is a Zarr group, not an array; name one of its arrays, e.g. '{}/0'",
-        text.trim_end_matches('/')
-    ))
-}
-
-fn open_array(py: Python<'_>, store: Arc<dyn Store>, path: &str, text: &str) -> PyResult<PySource> {
-    // without the GIL: the store may be served by Python threads of this process
-    if py.detach(|| is_group(store.as_ref(), path)) {
-        return Err(group_error(text));
-    }
-    let array = py
-        .detach(|| Array::open(store, path))
-        .map_err(|e| match e.kind() {
-            ErrorKind::NotFound => {
-                crate::errors::not_found(format!("no Zarr array at '{text}' (no zarr.json there)"))
-            }
-            _ => crate::errors::to_py(e),
-        })?;
-    Ok(native(ArraySource::new(array)))
-}
-
 #[pymethods]
 impl PySource {
     /// A Zarr v2 or v3 array in a local folder (v3 arrays shardwright reads natively, the
@@ -157,7 +125,12 @@ impl PySource {
     fn open_url(py: Python<'_>, url: String, options: Vec<(String, String)>) -> PyResult<Self> {
         guard(|| {
             let (store, path) = object_store(&url, &options)?;
-            open_array(py, Arc::new(store), &path, &url)
+            Ok(native(ArraySource::new(open_named(
+                py,
+                Arc::new(store),
+                &path,
+                &url,
+            )?)))
         })
     }
 
@@ -171,7 +144,9 @@ impl PySource {
     ) -> PyResult<Self> {
         guard(|| {
             let store: Arc<dyn Store> = Arc::new(PyZarrStore::new(py, adapter)?);
-            open_array(py, store, &path, &url)
+            Ok(native(ArraySource::new(open_named(
+                py, store, &path, &url,
+            )?)))
         })
     }
 

@@ -58,20 +58,7 @@ pub fn read_region(
             .into_iter()
             .flat_map(|(pieces, _)| pieces)
             .collect();
-        for (piece, bytes) in pieces {
-            let at = piece.relative_to(region).expect("piece inside region");
-            let zero = vec![0; piece.ndim()];
-            copy_block(
-                &bytes,
-                piece.shape(),
-                &zero,
-                &mut out,
-                region.shape(),
-                at.origin(),
-                piece.shape(),
-                elem,
-            );
-        }
+        place_pieces(&pieces, &mut out, region, elem);
     }
     Ok(out)
 }
@@ -251,22 +238,27 @@ pub fn read_region_cached(
         }
         let (pieces, stored) = read_in_shard(store, layout, path, &shard_domain, region)?;
         fetched += stored;
-        for (piece, bytes) in pieces {
-            let at = piece.relative_to(region).expect("piece inside region");
-            let zero = vec![0; piece.ndim()];
-            copy_block(
-                &bytes,
-                piece.shape(),
-                &zero,
-                &mut out,
-                region.shape(),
-                at.origin(),
-                piece.shape(),
-                elem,
-            );
-        }
+        place_pieces(&pieces, &mut out, region, elem);
     }
     Ok((out, fetched))
+}
+
+/// Copy each decoded `(piece, bytes)` into `out`, the result buffer of `region`.
+fn place_pieces(pieces: &[(Domain, Vec<u8>)], out: &mut [u8], region: &Domain, elem: usize) {
+    for (piece, bytes) in pieces {
+        let at = piece.relative_to(region).expect("piece inside region");
+        let zero = vec![0; piece.ndim()];
+        copy_block(
+            bytes,
+            piece.shape(),
+            &zero,
+            out,
+            region.shape(),
+            at.origin(),
+            piece.shape(),
+            elem,
+        );
+    }
 }
 
 /// Where ranged reads land: the result buffer of `region`.
