@@ -1,5 +1,6 @@
-"""Reading with zarr-python's and numpy's indexing: :func:`read_key` (``a[key]``),
-:class:`OIndex` (``a.oindex[key]``) and :class:`VIndex` (``a.vindex[key]``).
+"""The selections of zarr-python's and numpy's indexing, read from an array: what
+``a[key]``, ``a.oindex[key]`` and ``a.vindex[key]`` (:mod:`shardwright._selectors`)
+select, and its reading; :mod:`shardwright._assign` writes the same selections.
 
 The rules are zarr-python 3's (``zarr.Array.__getitem__``, ``.oindex``, ``.vindex``),
 with two extensions where zarr-python refuses a key that numpy takes: slices with a
