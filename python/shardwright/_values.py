@@ -139,8 +139,9 @@ def _from_sequence(data: list[Any] | tuple[Any, ...], dtype: np.dtype) -> np.nda
     """A (nested) list or tuple as an array of ``dtype``."""
     rank = _python_kind(data)
     try:
-        if rank is None:  # numpy values inside: cast from the dtype numpy gives the list
-            return _cast(np.asarray(data), dtype)
+        if rank is None:  # numpy values inside: the cast from the dtype numpy gives the
+            _cast(np.asarray(data), dtype)  # list must be same_kind; the conversion is
+            return np.asarray(data, dtype=dtype)  # numpy's (Python ints that overflow raise)
         if rank >= 0 and np.result_type(dtype, _WEAK[rank]) != dtype:
             kind = type(_WEAK[rank]).__name__
             raise DTypeError(f"cannot cast a list of Python {kind}s to the array's dtype {dtype}")

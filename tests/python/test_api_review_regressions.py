@@ -151,3 +151,13 @@ def test_a_big_key_in_a_writer_error_is_cut_to_one_line(tmp_path):
         w[np.ones((20, 30), bool)] = 1  # the issue's 20x30 mask, once printed in full
     message = str(info.value)
     assert "\n" not in message and len(message) < 200, message
+
+
+def test_a_list_mixing_numpy_scalars_and_python_ints_that_overflow_is_refused(tmp_path):
+    # found by test_api_values' hypothesis run in CI: [np.True_, 128] into int8 wrapped
+    # to -128 (the list went through int64 and a same_kind cast); numpy raises
+    a = sw.create(tmp_path / "a.zarr", shape=(2,), dtype="int8", chunks=(2,))
+    with pytest.raises(sw.DTypeError, match="does not fit"):
+        a[...] = [np.True_, 128]
+    a[...] = [np.True_, 5]
+    assert a[...].tolist() == [1, 5]
