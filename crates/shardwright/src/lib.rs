@@ -1,4 +1,13 @@
 #![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 //! # shardwright
 //!
 //! Write huge sharded Zarr v3 arrays piece by piece — inner chunk by inner chunk — with
