@@ -47,11 +47,13 @@
 //! | [`writer`] | [`ShardWriter`]: encodes on a pool, keeps encoded bytes, commits once |
 //! | [`txn`] | [`Transaction`]: region writes across shards, read-your-writes, parallel commit |
 //! | [`array`] / [`read`] | [`Array`]: open/create, iterate shards, make writers, read back |
+//! | [`check`] | an fsck: every stored shard's index and chunks verified, damaged ones mended |
 //!
 //! Lower layers never use higher ones.
 
 pub mod array;
 pub mod buffer;
+pub mod check;
 pub mod domain;
 mod edit;
 mod error;
