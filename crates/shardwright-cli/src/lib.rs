@@ -6,10 +6,12 @@
 //! - `shardwright info PATH` describes an array or an OME-Zarr image;
 //! - `shardwright pyramid SRC DST --factors …` builds a multiscale OME-Zarr 0.5 pyramid;
 //! - `shardwright copy SRC DST` re-chunks and re-shards any Zarr v2/v3 array;
+//! - `shardwright check PATH` verifies every stored shard (and `--repair` mends them);
 //! - `shardwright bench` measures chunk-by-chunk writing against the compressor alone.
 
 mod bench;
 mod build;
+mod check;
 mod data;
 mod demo;
 mod info;
@@ -46,12 +48,17 @@ enum Command {
     Copy(build::CopyArgs),
     /// Benchmark chunk-by-chunk writing against compressing the same chunks alone.
     Bench(bench::Args),
+    /// Verify every stored shard of the array at PATH (index checksum, byte ranges, every
+    /// inner chunk decoded) and report the damaged ones; --repair mends them. Exit status:
+    /// 0 no damage, 1 damage found, 2 the check could not run, 3 all damage repaired.
+    Check(check::Args),
 }
 
 /// Run the command line `args` (the program name first) and return the process exit code:
 /// 0 on success, 1 when the command failed (the error is printed on stderr), 2 for a
 /// command line that does not parse (clap's message on stderr; `--help` and `--version`
-/// print on stdout and return 0). Never exits the process.
+/// print on stdout and return 0; `check` has its own: 0 clean, 1 damage found, 2 could not
+/// run, 3 all damage repaired). Never exits the process.
 ///
 /// ```
 /// assert_eq!(shardwright_cli::run(["shardwright", "--version"]), 0);
@@ -75,6 +82,7 @@ where
         Command::Pyramid(args) => build::pyramid(&args),
         Command::Copy(args) => build::copy(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Check(args) => return check::run(&args),
     };
     match result {
         Ok(()) => 0,

@@ -1,0 +1,287 @@
+//! `shardwright check PATH`: verify every stored shard of an array (index checksum, byte
+//! ranges, every inner chunk decoded), report the damaged ones, and with `--repair` mend
+//! them. Exit status: 0 no damage, 1 damage found (left, or some of it not repaired), 2 the
+//! check could not run (bad usage, no array, storage failing), 3 damage found and all of it
+//! repaired.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use shardwright::check::{self, CheckOptions, CheckProgress, CheckReport};
+use shardwright::{Array, ErrorKind};
+
+use crate::location::{self, Location};
+use crate::memory;
+
+type Failure = Box<dyn std::error::Error>;
+
+const MIB: f64 = (1 << 20) as f64;
+
+/// No damage found.
+pub(crate) const CLEAN: i32 = 0;
+/// Damage found and left (without `--repair`, or some repair skipped or failed).
+pub(crate) const DAMAGED: i32 = 1;
+/// The check could not run.
+pub(crate) const FAILED: i32 = 2;
+/// Damage found, and every damaged shard repaired.
+pub(crate) const REPAIRED: i32 = 3;
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The array's folder (holding zarr.json) or an object-store URL.
+    path: String,
+    /// Check the shard indexes only (length, checksum, byte ranges): read each shard's
+    /// index, decode no chunk.
+    #[arg(long)]
+    quick: bool,
+    /// Rewrite each damaged shard keeping every chunk that still decodes (the rest become
+    /// the fill value, listed), conditionally: a shard changed since it was checked is
+    /// skipped, never overwritten.
+    #[arg(long)]
+    repair: bool,
+    /// Print the report as JSON on stdout (no progress, no text).
+    #[arg(long)]
+    json: bool,
+    /// An object-store option, KEY=VALUE (repeat for several).
+    #[arg(long = "storage-option")]
+    storage_options: Vec<String>,
+    /// No progress output (the report and summary are still printed).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Run the check; returns the exit status (errors are printed on stderr).
+pub(crate) fn run(args: &Args) -> i32 {
+    match checked(args) {
+        Ok(report) => status(&report),
+        Err(err) => {
+            eprintln!("shardwright: error: {err}");
+            FAILED
+        }
+    }
+}
+
+/// The exit status for `report`.
+fn status(report: &CheckReport) -> i32 {
+    if report.is_clean() {
+        CLEAN
+    } else if report.repair && report.all_repaired() {
+        REPAIRED
+    } else {
+        DAMAGED
+    }
+}
+
+fn open(args: &Args) -> Result<Array, Failure> {
+    let options = location::options(&args.storage_options)?;
+    let location = Location::parse(&args.path, &options)?;
+    let key = shardwright::store::join(&location.path, "zarr.json");
+    let metadata = location
+        .store
+        .get(&key)?
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    if metadata.as_ref().is_some_and(|m| m["node_type"] == "group") {
+        return Err(format!(
+            "'{}' is a Zarr group, not an array; check each of its arrays, e.g. '{}/0'",
+            args.path,
+            args.path.trim_end_matches('/')
+        )
+        .into());
+    }
+    if location
+        .folder
+        .as_ref()
+        .is_some_and(|f| f.join(".zarray").exists())
+    {
+        return Err(format!(
+            "'{}' is a Zarr v2 array; check reads Zarr v3 arrays (copy it with `shardwright \
+             copy` to make one)",
+            args.path
+        )
+        .into());
+    }
+    Array::open(Arc::clone(&location.store), &location.path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => {
+            format!("no Zarr array at '{}' (no zarr.json there)", args.path).into()
+        }
+        _ => Failure::from(e),
+    })
+}
+
+fn checked(args: &Args) -> Result<CheckReport, Failure> {
+    let array = open(args)?;
+    let options = CheckOptions {
+        quick: args.quick,
+        repair: args.repair,
+    };
+    let mut shown = Shown::new(args.quiet || args.json);
+    let report = check::check(&array, &options, &mut |p| {
+        shown.update(p);
+        true
+    })?;
+    shown.clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        for line in describe(&report) {
+            println!("{line}");
+        }
+        println!("{}", summary(&report));
+    }
+    Ok(report)
+}
+
+/// One block of lines per damaged shard: its key and size, each problem, the repair.
+fn describe(report: &CheckReport) -> Vec<String> {
+    let what = if report.sharded { "shard" } else { "chunk" };
+    let mut lines = Vec::new();
+    for d in &report.damaged {
+        lines.push(format!("damaged {what} {} ({} bytes):", d.key, d.size));
+        lines.extend(d.problems.iter().map(|p| format!("  {p}")));
+        if let Some(repair) = &d.repair {
+            lines.push(format!("  {repair}"));
+        }
+    }
+    lines
+}
+
+/// The summary line: shards checked, chunks decoded, bytes read, damage, time.
+fn summary(report: &CheckReport) -> String {
+    let missing = report.shards_total - report.shards_stored;
+    let unit = if report.sharded { "shards" } else { "chunks" };
+    let decoded = if report.quick {
+        format!(
+            "indexes only, {} inner chunks listed",
+            report.chunks_checked
+        )
+    } else if report.sharded {
+        format!("{} inner chunks decoded", report.chunks_decoded)
+    } else {
+        "each decoded".to_string()
+    };
+    let damage = if report.is_clean() {
+        "no damage".to_string()
+    } else {
+        let repaired = report
+            .damaged
+            .iter()
+            .filter(|d| d.repair.as_ref().is_some_and(check::Repair::is_done))
+            .count();
+        let mut text = format!("{} damaged", report.damaged.len());
+        if report.repair {
+            let left = report.damaged.len() - repaired;
+            text.push_str(&format!(
+                ", {repaired} repaired ({} chunks lost, now the fill value), {left} left",
+                report.lost_chunks().len()
+            ));
+        }
+        text
+    };
+    format!(
+        "check: {} of {} {unit} stored ({missing} missing: the fill value), {decoded}, {:.1} \
+         MiB read in {:.2} s ({:.0} MiB/s), peak memory {:.0} MiB: {damage}",
+        report.shards_stored,
+        report.shards_total,
+        report.bytes_read as f64 / MIB,
+        report.seconds,
+        report.bytes_read as f64 / MIB / report.seconds.max(1e-9),
+        memory::peak_mib()
+    )
+}
+
+/// Progress: a bar on a terminal's stderr, plain lines (every 2 s) elsewhere.
+struct Shown {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    started: Instant,
+    last_line: Instant,
+}
+
+impl Shown {
+    fn new(quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} shards  {msg}  {elapsed_precise} ETA {eta}",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Self {
+            bar,
+            quiet,
+            started: Instant::now(),
+            last_line: Instant::now(),
+        }
+    }
+
+    fn update(&mut self, p: &CheckProgress) {
+        let rate = p.bytes_read as f64 / MIB / self.started.elapsed().as_secs_f64().max(1e-9);
+        if let Some(bar) = &self.bar {
+            bar.set_length(p.shards_total);
+            bar.set_position(p.shards_done);
+            bar.set_message(format!("{} damaged  {rate:.0} MiB/s read", p.damaged));
+        } else if !self.quiet
+            && (self.last_line.elapsed() >= Duration::from_secs(2)
+                || p.shards_done == p.shards_total)
+        {
+            self.last_line = Instant::now();
+            eprintln!(
+                "{}/{} shards ({:.0}%), {} damaged, {:.1} MiB read, {rate:.0} MiB/s",
+                p.shards_done,
+                p.shards_total,
+                100.0 * p.shards_done as f64 / p.shards_total.max(1) as f64,
+                p.damaged,
+                p.bytes_read as f64 / MIB
+            );
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use shardwright::{Array, ArraySpec, FilesystemStore};
+
+    fn run(args: &[&str]) -> i32 {
+        let mut argv = vec!["shardwright", "check", "--quiet"];
+        argv.extend(args);
+        crate::run(argv)
+    }
+
+    #[test]
+    fn exit_status_clean_damaged_repaired_and_failed() {
+        let dir = std::env::temp_dir().join(format!("shardwright-check-{}", std::process::id()));
+        let path = dir.join("a.zarr");
+        let store = Arc::new(FilesystemStore::new(&path));
+        let spec = ArraySpec::new(vec![8], "uint8", vec![2]).shards(vec![4]);
+        let array = Array::create(store, "", &spec).unwrap();
+        for shard in array.shards().collect::<Vec<_>>() {
+            let writer = array.shard_writer(&shard).unwrap();
+            writer.write_region_value(&shard, &[5]).unwrap();
+            writer.commit().unwrap();
+        }
+        let text = path.to_str().unwrap();
+        assert_eq!(run(&[text]), super::CLEAN);
+        std::fs::write(path.join("c/1"), b"torn").unwrap();
+        assert_eq!(run(&[text, "--quick"]), super::DAMAGED);
+        assert_eq!(run(&[text, "--json"]), super::DAMAGED);
+        assert_eq!(run(&[text, "--repair"]), super::REPAIRED);
+        assert!(!path.join("c/1").exists());
+        assert_eq!(run(&[text]), super::CLEAN);
+        let missing = dir.join("nothing.zarr");
+        assert_eq!(run(&[missing.to_str().unwrap()]), super::FAILED);
+        assert_eq!(run(&[text, "--no-such-flag"]), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
