@@ -3,8 +3,9 @@
 //! [`Store`] has what shard writing needs: get, ranged get, size, an atomic put, delete,
 //! conditional put and delete, and streaming uploads ([`Upload`]).
 //! Backends: [`FilesystemStore`] (atomic put: temp file in the same folder, fsync, rename),
-//! [`MemoryStore`], and [`InstrumentedStore`], which wraps another and counts calls and
-//! bytes (tests use it to prove the I/O invariants).
+//! [`MemoryStore`], [`InstrumentedStore`], which wraps another and counts calls and
+//! bytes (tests use it to prove the I/O invariants), and [`FaultyStore`], which wraps
+//! another and makes planned calls fail, return damaged bytes or stall (fault injection).
 //!
 //! Keys are `/`-separated paths relative to the store root, e.g. `fish.zarr/c/0/0/0`.
 //!
@@ -19,10 +20,12 @@
 //! assert!(store.get("a/b").unwrap().is_none());
 //! ```
 
+mod faulty;
 mod filesystem;
 mod instrumented;
 mod memory;
 
+pub use faulty::{Fault, FaultOp, FaultyStore};
 pub use filesystem::FilesystemStore;
 pub use instrumented::{InstrumentedStore, IoCounts, IoEvent};
 pub use memory::MemoryStore;

@@ -205,19 +205,27 @@ pub(super) fn commit(
         let completed: BTreeMap<usize, Option<Vec<u8>>> =
             completed.into_iter().map(|(s, _, e)| (s, e)).collect();
 
-        let pieces: Vec<Piece<'_>> = slots
-            .iter()
-            .enumerate()
-            .map(|(i, slot)| match (slot, completed.get(&i)) {
+        let mut pieces: Vec<Piece<'_>> = Vec::with_capacity(slots.len());
+        for (i, slot) in slots.iter().enumerate() {
+            pieces.push(match (slot, completed.get(&i)) {
                 (_, Some(done)) => done.as_deref().map_or(Piece::Empty, Piece::Bytes),
-                (Slot::Unwritten, None) => {
-                    let kept = stored_chunk(i);
-                    attempt.chunks_kept += u64::from(kept.is_some());
-                    kept.map_or(Piece::Empty, Piece::Bytes)
-                }
+                (Slot::Unwritten, None) => match stored_chunk(i) {
+                    Some(kept) => match verify_kept(layout, kept) {
+                        Ok(()) => {
+                            attempt.chunks_kept += 1;
+                            Piece::Bytes(kept)
+                        }
+                        // A kept chunk that fails its checksum is dropped (the fill value).
+                        Err(FormatError::Corrupt(_)) if target.options.overwrite_corrupt => {
+                            Piece::Empty
+                        }
+                        Err(e) => return Err(e.in_shard(target.key).into()),
+                    },
+                    None => Piece::Empty,
+                },
                 (slot, None) => Piece::of(slot),
-            })
-            .collect();
+            });
+        }
         let condition = Some(version.as_ref());
         match store(
             target,
@@ -240,6 +248,34 @@ pub(super) fn commit(
         key: target.key.to_string(),
         attempts: target.options.retries + 1,
     })
+}
+
+/// Check a stored inner chunk that a merge keeps as encoded bytes (it is not decoded):
+/// when the inner codec chain ends with `crc32c`, its checksum must hold, so a bit flipped
+/// in the chunk — on disk or in transit, in the read of the shard to merge with — is a
+/// [`FormatError::Corrupt`] and is never stored into the new shard. Without a chunk
+/// checksum, nothing can tell a damaged chunk from a good one short of decoding it (and
+/// many damaged frames still decode: zstd stores incompressible data as raw blocks), so
+/// the chunk is carried over verbatim, as it was read; the shard index (with its own
+/// `crc32c`, the default) and every chunk's byte range are always checked, so truncated
+/// reads and damaged indexes are detected in any case.
+fn verify_kept(layout: &Layout, encoded: &[u8]) -> Result<(), FormatError> {
+    use zarrs::array::codec::Crc32cCodec;
+    use zarrs::array::{BytesRepresentation, BytesToBytesCodecTraits};
+    let chain = layout.inner_codecs();
+    let Some(last) = chain.bytes_to_bytes_codecs().last() else {
+        return Ok(());
+    };
+    let Some(crc) = last.as_any().downcast_ref::<Crc32cCodec>() else {
+        return Ok(());
+    };
+    crc.decode(
+        std::borrow::Cow::Borrowed(encoded),
+        &BytesRepresentation::UnboundedSize,
+        &crate::format::codec_options(),
+    )
+    .map(drop)
+    .map_err(|e| FormatError::Corrupt(format!("a kept inner chunk fails its crc32c: {e}")))
 }
 
 /// Sleep before retry `n` (1, 2, ...): exponential from 1 ms, capped at 200 ms, with
