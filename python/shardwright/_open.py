@@ -161,14 +161,18 @@ def _arrays_in(group: Path, depth: int = 3) -> list[str]:
     return sorted(found, key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
 
 
-def _dims(values: Sequence[int], what: str) -> list[int]:
-    """``values`` as a list of extents in 0 .. 2**64, or a ShapeError naming them."""
+def _dims(values: Sequence[int], what: str, least: int = 0) -> list[int]:
+    """``values`` as a list of extents in ``least`` .. 2**64, or a ShapeError naming them
+    (chunks and shards have no zero extent: ``least=1``)."""
     try:
         dims = [operator.index(v) for v in values]
     except TypeError as err:
         raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
-    if any(not 0 <= d < 2**64 for d in dims):
-        raise ShapeError(f"{what} must hold integers from 0 to 2**64 - 1, got {tuple(dims)}")
+    if any(not least <= d < 2**64 for d in dims):
+        raise ShapeError(
+            f"{what} must hold integers from {least} to 2**64 - 1, got {tuple(dims)}"
+            + (" (a chunk or shard has no zero extent)" if least else "")
+        )
     return dims
 
 
@@ -197,7 +201,7 @@ def _fill_json(value: Any, dtype: np.dtype) -> Any:
     try:
         scalar = np.asarray(value, dtype=dtype).item()
     except (OverflowError, ValueError, TypeError) as err:
-        raise DTypeError(f"fill value {value!r} is not a {dtype}") from err
+        raise DTypeError(f"fill value {value!r} is not a {dtype}: {err}") from err
     if dtype.kind in "biu" and not _same_number(value, scalar):
         # numpy casts 1.5 to 1 and 300 to 44 for uint8 without a word: the array would
         # say something else than what was asked.
@@ -299,18 +303,39 @@ def create(
             )
     # Check every setting before touching the folder: a refused create (even with
     # overwrite=True) leaves whatever was there as it was.
-    json_text = _core.Array.spec_json(
+    dims = (
         _dims(shape, "shape"),
-        np_dtype.name,
-        _dims(chunks, "chunks"),
-        None if shards is None else _dims(shards, "shards"),
-        json.dumps(_fill_json(fill_value, np_dtype)),
-        name,
-        level,
-        index_location,
-        None if dimension_names is None else [str(n) for n in dimension_names],
-        None if attributes is None else attributes_json(attributes),
+        _dims(chunks, "chunks", least=1),
+        None if shards is None else _dims(shards, "shards", least=1),
     )
+    for what, given in (("chunks", dims[1]), ("shards", dims[2])):
+        if given is not None and len(given) != len(dims[0]):
+            raise ShapeError(
+                f"{what} {tuple(given)} must have the array's rank {len(dims[0])} "
+                f"(shape {tuple(dims[0])})"
+            )
+    fill_json = json.dumps(_fill_json(fill_value, np_dtype))
+    try:
+        json_text = _core.Array.spec_json(
+            dims[0],
+            np_dtype.name,
+            dims[1],
+            dims[2],
+            fill_json,
+            name,
+            level,
+            index_location,
+            None if dimension_names is None else [str(n) for n in dimension_names],
+            None if attributes is None else attributes_json(attributes),
+        )
+    except ShardwrightError as err:
+        # The engine says "invalid zarr.json: ..." of metadata it was to write: here the
+        # settings are at fault, not a file.
+        text = str(err)
+        if not text.startswith("invalid zarr.json: "):
+            raise
+        why = text.removeprefix("invalid zarr.json: ")
+        raise type(err)(f"create: these settings make no valid array: {why}") from None
     where = resolve(target, storage_options, path)
     if where.store is not None:
         from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need

@@ -12,7 +12,7 @@ from . import _async
 from ._cells import Cells
 from ._context import CommitOnExit
 from ._domain import Domain
-from ._errors import BoundsError
+from ._errors import BoundsError, ShapeError
 from ._indexing import parse_write_key
 from ._values import coerce, hold, is_element
 
@@ -131,7 +131,11 @@ class ShardWriter(CommitOnExit):
         """
         hold(data)
         region, shape = parse_write_key(key, self._array_shape)
-        if region.index is None and region.ndim == self._shard.ndim and region not in self._shard:
+        if region.ndim != self._shard.ndim:
+            raise ShapeError(
+                f"region {region} has rank {region.ndim}, the array {self._shard.ndim}"
+            )
+        if region.index is None and region not in self._shard:
             # Checked here with exact integers: the engine's u64 coordinates could overflow.
             # (Domains from the grid iterators lie in the array; the engine checks them.)
             raise BoundsError(
