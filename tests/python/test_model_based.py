@@ -1,0 +1,720 @@
+"""Model-based testing: random sequences of writes, commits, aborts, exceptions, reads,
+reopenings and a second process's writes, against a numpy model (issue 14, item 1).
+
+:class:`Model` (a hypothesis ``RuleBasedStateMachine``) draws a geometry (rank 1 to 4,
+sharded or not, edge shards, the index at the start or the end, eleven dtypes, four
+compressors, a zero or other fill value), creates the array on a backend (a local
+folder, ``memory:///``, a zarr-python ``MemoryStore`` through the adapter, moto's S3),
+then runs random rules. After every step shardwright's read, zarr-python's read and the
+model agree exactly (dtype, shape and bytes: NaN equals NaN, -0.0 is not 0.0), a shard's
+key is stored exactly when its region holds something other than the fill value (where
+the backend deletes), and no temporary file or multipart upload is left over.
+
+The model of a writer or transaction: its writes are kept in order and applied to the
+model when it commits, on top of whatever the model holds then (chunks written whole
+replace the stored ones; chunks written in part are merged with what is stored at the
+commit). An abort, or an exception inside its block, applies nothing, and the stored
+bytes are checked to be unchanged.
+
+CI runs a bounded number of examples; ``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and
+``SHARDWRIGHT_MODEL_STEPS``) runs long. Each test prints its example and step counts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import time
+from typing import Any
+
+import model_helpers as mh
+import numpy as np
+import pytest
+import shardwright as sw
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+EXAMPLES = int(os.environ.get("SHARDWRIGHT_MODEL_EXAMPLES", "0"))
+STEPS = int(os.environ.get("SHARDWRIGHT_MODEL_STEPS", "0"))
+COUNTS: dict[str, dict[str, int]] = {}
+
+
+class Boom(Exception):
+    """Raised inside blocks by the test."""
+
+
+def boxes(data: Any, origin: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """A non-empty box inside ``origin``/``shape``, as slices."""
+    out = []
+    for o, n in zip(origin, shape):
+        lo = data.draw(st.integers(0, n - 1))
+        hi = data.draw(st.integers(lo + 1, n))
+        out.append(slice(o + lo, o + hi))
+    return tuple(out)
+
+
+def write_key(data: Any, box: tuple[slice, ...]) -> Any:
+    """``box`` as a writer or transaction key: a Domain, the slices, or with an integer
+    for some axis of extent one (which drops that axis from the value's shape)."""
+    form = data.draw(st.sampled_from(("slices", "domain", "ints")))
+    if form == "domain":
+        return sw.Domain([s.start for s in box], [s.stop - s.start for s in box])
+    if form == "ints":
+        return tuple(s.start if s.stop - s.start == 1 else s for s in box)
+    return box
+
+
+def model_key(key: Any) -> Any:
+    return key.slices if isinstance(key, sw.Domain) else key
+
+
+class Model(RuleBasedStateMachine):
+    """The state machine; :func:`machine` binds it to a backend and a worker."""
+
+    backend: mh.Backend
+    worker: mh.Worker | None
+    geometries: st.SearchStrategy[mh.Geometry] = mh.geometries()
+    label = "?"  # what the counts are printed under
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held_writer: tuple[sw.ShardWriter, tuple[int, ...], list[Any]] | None = None
+        self.held_tx: tuple[sw.Transaction, list[Any]] | None = None
+        self.counts = COUNTS.setdefault(self.label, {"examples": 0, "steps": 0})
+
+    # ---------------------------------------------------------------- set-up and helpers
+
+    def tick(self, name: str) -> None:
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    @initialize(data=st.data())
+    def create(self, data: Any) -> None:
+        geom = data.draw(self.geometries)
+        self.geom = geom
+        self.dtype = np.dtype(geom.dtype)
+        self.a = self.backend.create(geom)
+        self.model = mh.full_of_fill(geom)
+        self.counts["examples"] += 1
+        self.zarr_touched: set[tuple[int, ...]] = set()  # shards zarr-python wrote last
+
+    def value(self, data: Any, shape: tuple[int, ...], kinds: tuple[str, ...] = mh.VALUE_KINDS):
+        kind = data.draw(st.sampled_from(kinds))
+        seed = data.draw(st.integers(0, 2**32 - 1))
+        return mh.make_value(seed, kind, self.dtype, shape, self.geom.fill)
+
+    def op(self, data: Any, box: tuple[slice, ...]) -> tuple[Any, Any, Any]:
+        """``(key, value, (model_key, model_value))`` of a write of ``box``."""
+        key = write_key(data, box)
+        mkey = model_key(key)
+        value, mvalue = self.value(data, self.model[mkey].shape)
+        return key, value, (mkey, mvalue)
+
+    def shard_index(self, data: Any) -> tuple[int, ...]:
+        return tuple(data.draw(st.integers(0, g - 1)) for g in self.geom.grid)
+
+    def shard_box(self, index: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        sl = self.geom.shard_slices(index)
+        return tuple(s.start for s in sl), tuple(s.stop - s.start for s in sl)
+
+    def applied(self, ops: list[Any], base: np.ndarray | None = None) -> np.ndarray:
+        out = (self.model if base is None else base).copy()
+        for mkey, mvalue in ops:
+            out[mkey] = mvalue
+        return out
+
+    def unchanged_after(self, block: Any) -> None:
+        """Run ``block`` (which must raise :class:`Boom`) and check nothing was stored."""
+        before = self.backend.digest()
+        with pytest.raises(Boom):
+            block()
+        assert self.backend.digest() == before, "an aborted block changed the store"
+
+    def writer(self, index: tuple[int, ...], data: Any) -> sw.ShardWriter:
+        retries = data.draw(st.sampled_from((10, 0)))
+        if data.draw(st.booleans()):
+            return self.a.write_shard(index, retries=retries)
+        origin, shape = self.shard_box(index)
+        return self.a.write_shard(sw.Domain(origin, shape), retries=retries)
+
+    def writer_ops(self, w: sw.ShardWriter, index: tuple[int, ...], data: Any) -> list[Any]:
+        """Write 1 to 4 inner chunks or regions of the shard through ``w``, often after
+        every inner chunk (so a big shard streams to its temporary file, and the chunks
+        written again afterwards replace streamed ones)."""
+        origin, shape = self.shard_box(index)
+        chunks = list(w.inner_chunks())
+        ops = []
+        if data.draw(st.integers(0, 3)) == 0:
+            seed = data.draw(st.integers(0, 2**32 - 1))
+            for c in chunks:
+                value, mvalue = mh.make_value(seed + len(ops), "array", self.dtype, c.shape, 0)
+                w[c] = value
+                ops.append((c.slices, mvalue))
+        for _ in range(data.draw(st.integers(1, 4))):
+            if data.draw(st.booleans()):
+                c = chunks[data.draw(st.integers(0, len(chunks) - 1))]
+                value, mvalue = self.value(data, c.shape)
+                w[c] = value
+                ops.append((c.slices, mvalue))
+            else:
+                key, value, mop = self.op(data, boxes(data, origin, shape))
+                w[key] = value
+                ops.append(mop)
+        return ops
+
+    # ---------------------------------------------------------------- shard writers
+
+    @rule(data=st.data())
+    def writer_block(self, data: Any) -> None:
+        """A shard writer, ended by its block, an explicit commit or abort, or an
+        exception inside its block."""
+        self.tick("writer_block")
+        index = self.shard_index(data)
+        ending = data.draw(
+            st.sampled_from(("exit", "commit", "commit_in_with", "abort", "abort_in_with", "raise"))
+        )
+        w = self.writer(index, data)
+        if ending == "raise":
+
+            def block() -> None:
+                with w:
+                    self.writer_ops(w, index, data)
+                    raise Boom
+
+            self.unchanged_after(block)
+            assert w.closed
+            return
+        if ending in ("exit", "commit_in_with", "abort_in_with"):
+            with w:
+                ops = self.writer_ops(w, index, data)
+                if ending == "commit_in_with":
+                    w.commit()
+                elif ending == "abort_in_with":
+                    w.abort()
+        else:
+            ops = self.writer_ops(w, index, data)
+            w.commit() if ending == "commit" else w.abort()
+        if ending not in ("abort", "abort_in_with"):
+            self.model = self.applied(ops)
+
+    @precondition(lambda self: self.held_writer is None)
+    @rule(data=st.data())
+    def writer_open(self, data: Any) -> None:
+        """Open a shard writer held across the next steps."""
+        self.tick("writer_open")
+        index = self.shard_index(data)
+        w = self.writer(index, data)
+        self.held_writer = (w, index, self.writer_ops(w, index, data))
+
+    @precondition(lambda self: self.held_writer is not None)
+    @rule(data=st.data())
+    def writer_more(self, data: Any) -> None:
+        self.tick("writer_more")
+        w, index, ops = self.held_writer
+        ops.extend(self.writer_ops(w, index, data))
+
+    @precondition(lambda self: self.held_writer is not None)
+    @rule(ending=st.sampled_from(("commit", "abort", "with_raise")))
+    def writer_close(self, ending: str) -> None:
+        self.tick("writer_close")
+        w, _, ops = self.held_writer
+        self.held_writer = None
+        if ending == "commit":
+            w.commit()
+            self.model = self.applied(ops)
+        elif ending == "abort":
+            w.abort()
+        else:
+
+            def block() -> None:
+                with w:
+                    raise Boom
+
+            self.unchanged_after(block)
+
+    # ---------------------------------------------------------------- transactions
+
+    def tx_ops(self, tx: sw.Transaction, ops: list[Any], data: Any) -> None:
+        """Stage 1 to 4 writes across shards (some through ``tx.write_shard``, whose
+        block may raise and drop only its own writes); check read-your-writes."""
+        for _ in range(data.draw(st.integers(1, 4))):
+            kind = data.draw(st.sampled_from(("region", "region", "writer", "writer_raise")))
+            if kind == "region":
+                key, value, mop = self.op(data, boxes(data, (0,) * self.a.ndim, self.a.shape))
+                tx[key] = value
+                ops.append(mop)
+                continue
+            index = self.shard_index(data)
+            w = tx.write_shard(index)
+            if kind == "writer_raise":
+                with pytest.raises(Boom), w:
+                    self.writer_ops(w, index, data)
+                    raise Boom
+            else:
+                with w:
+                    ops.extend(self.writer_ops(w, index, data))
+        box = boxes(data, (0,) * self.a.ndim, self.a.shape)
+        mh.assert_exact(tx[box], self.applied(ops)[box], f"tx[{box}] (read-your-writes)")
+
+    @rule(data=st.data())
+    def transaction_block(self, data: Any) -> None:
+        self.tick("transaction_block")
+        ending = data.draw(st.sampled_from(("exit", "commit", "abort", "raise")))
+        # early commits (each shard once all its chunks are written whole) stay after
+        # an abort: only with endings that commit
+        early = ending in ("exit", "commit") and data.draw(st.booleans())
+        limit = data.draw(st.sampled_from((None, 64 << 20)))
+        tx = self.a.transaction(
+            memory_limit=limit, early_commit=early, retries=data.draw(st.sampled_from((10, 1)))
+        )
+        ops: list[Any] = []
+        if ending == "raise":
+
+            def block() -> None:
+                with tx:
+                    self.tx_ops(tx, ops, data)
+                    raise Boom
+
+            self.unchanged_after(block)
+            return
+        if ending == "exit":
+            with tx:
+                self.tx_ops(tx, ops, data)
+        else:
+            self.tx_ops(tx, ops, data)
+            if ending == "abort":
+                before = self.backend.digest()
+                tx.abort()
+                assert self.backend.digest() == before
+                return
+            tx.commit()
+        self.model = self.applied(ops)
+
+    @precondition(lambda self: self.held_tx is None)
+    @rule(data=st.data())
+    def transaction_open(self, data: Any) -> None:
+        self.tick("transaction_open")
+        tx = self.a.transaction()
+        ops: list[Any] = []
+        self.tx_ops(tx, ops, data)
+        self.held_tx = (tx, ops)
+
+    @precondition(lambda self: self.held_tx is not None)
+    @rule(data=st.data())
+    def transaction_more(self, data: Any) -> None:
+        self.tick("transaction_more")
+        tx, ops = self.held_tx
+        self.tx_ops(tx, ops, data)
+
+    @precondition(lambda self: self.held_tx is not None)
+    @rule(commit=st.booleans())
+    def transaction_close(self, commit: bool) -> None:
+        self.tick("transaction_close")
+        tx, ops = self.held_tx
+        self.held_tx = None
+        if commit:
+            tx.commit()
+            self.model = self.applied(ops)
+        else:
+            tx.abort()
+
+    # ---------------------------------------------------------------- a[key] = value, reads
+
+    @rule(data=st.data())
+    def assign(self, data: Any) -> None:
+        """``a[key] = value``, ``a.oindex[...] = ``, ``a.vindex[...] = `` (one-shot
+        transactions) with the keys zarr-python reads, values broadcast or scalar."""
+        self.tick("assign")
+        how, key, mkey = data.draw(selections(self.a.shape, writes=True))
+        target = {"plain": self.a, "oindex": self.a.oindex, "vindex": self.a.vindex}[how]
+        value, mvalue = self.value(data, self.model[mkey].shape)
+        target[key] = value
+        self.model[mkey] = mvalue
+
+    @rule(data=st.data())
+    def read(self, data: Any) -> None:
+        self.tick("read")
+        how, key, mkey = data.draw(selections(self.a.shape, writes=False))
+        source = {"plain": self.a, "oindex": self.a.oindex, "vindex": self.a.vindex}[how]
+        expected = np.asarray(self.model[mkey])
+        mh.assert_exact(source[key], expected, f"shardwright {how}[{key!r}]")
+        z = self.backend.zarr_array()
+        if z is not None and zarr_reads(key):
+            zsource = {"plain": z, "oindex": z.oindex, "vindex": z.vindex}[how]
+            mh.assert_exact(np.asarray(zsource[key]), expected, f"zarr-python {how}[{key!r}]")
+
+    @precondition(lambda self: self.backend.name in ("local", "zarr-memory"))
+    @rule(data=st.data())
+    def zarr_python_writes(self, data: Any) -> None:
+        """zarr-python writes a region (its shards then merged by shardwright's writes)."""
+        self.tick("zarr_python_writes")
+        z = self.backend.zarr_array(mode="r+")
+        box = boxes(data, (0,) * self.a.ndim, self.a.shape)
+        value, mvalue = self.value(data, self.model[box].shape, ("array", "fill", "mixed"))
+        z[box] = value
+        self.model[box] = mvalue
+        self.zarr_touched.update(self.shards_meeting(box))
+
+    def shards_meeting(self, box: tuple[slice, ...]) -> set[tuple[int, ...]]:
+        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(box, self.geom.cell)]
+        return set(itertools.product(*ranges))
+
+    @rule()
+    def reopen(self) -> None:
+        """Reopen the array (writers held stay on the old handle)."""
+        self.tick("reopen")
+        self.a = self.backend.open()
+
+    @rule(data=st.data())
+    def fill_shard(self, data: Any) -> None:
+        """Write a whole shard of the fill value: afterwards its key is not stored."""
+        self.tick("fill_shard")
+        index = self.shard_index(data)
+        box = self.geom.shard_slices(index)
+        how = data.draw(st.sampled_from(("chunks", "region", "transaction", "assign")))
+        fill = np.array(self.geom.fill, dtype=self.dtype)[()]
+        if how in ("chunks", "region"):
+            with self.a.write_shard(index) as w:
+                if how == "region":
+                    w[box] = fill
+                else:
+                    for c in w.inner_chunks():
+                        w[c] = np.full(c.shape, fill, self.dtype)
+        elif how == "transaction":
+            with self.a.transaction() as tx:
+                tx[box] = fill
+        else:
+            self.a[box] = fill
+        self.model[box] = fill
+        assert self.backend.shard_present(self.geom.shard_key(index)) in (None, False)
+
+    # ---------------------------------------------------------------- a second process
+
+    def worker_writes(self, data: Any, shards: list[tuple[int, ...]]) -> tuple[list, list]:
+        wire, ops = [], []
+        for index in shards:
+            origin, shape = self.shard_box(index)
+            box = boxes(data, origin, shape)
+            region_shape = tuple(s.stop - s.start for s in box)
+            value, _ = self.value(data, region_shape, ("array", "fill", "mixed"))
+            wire.append(mh.encode_write(tuple(s.start for s in box), value))
+            ops.append((box, value))
+        return wire, ops
+
+    def worker_target(self) -> dict[str, Any]:
+        target, options = self.backend.target()
+        return {"target": target, "options": options}
+
+    @precondition(lambda self: self.worker is not None)
+    @rule(data=st.data())
+    def second_process(self, data: Any) -> None:
+        """A transaction in another process, between steps or while this process holds
+        a writer open (on another shard, or on the same one: its commit merges later)."""
+        self.tick("second_process")
+        shards = [self.shard_index(data) for _ in range(data.draw(st.integers(1, 3)))]
+        if self.held_writer is not None and data.draw(st.booleans()):
+            held = self.held_writer[1]
+            others = [s for s in shards if s != held]
+            shards = others or shards
+            self.counts["second_process_while_holding"] = (
+                self.counts.get("second_process_while_holding", 0) + 1
+            )
+        wire, ops = self.worker_writes(data, shards)
+        answer = self.worker.call(
+            {"op": "tx", "writes": wire, "retries": 10, **self.worker_target()}
+        )
+        assert answer == {"ok": True}, answer
+        self.model = self.applied(ops)
+
+    @precondition(lambda self: self.worker is not None)
+    @rule(data=st.data(), retries=st.sampled_from((0, 2)))
+    def race(self, data: Any, retries: int) -> None:
+        """This process and another commit one shard at the same moment: both land (in
+        either order), or the loser raises ConflictError and stored nothing; never a
+        torn shard."""
+        self.tick("race")
+        index = self.shard_index(data)
+        wire, theirs = self.worker_writes(data, [index])
+        answer = self.worker.call(
+            {"op": "stage", "shard": list(index), "writes": wire, "retries": retries}
+            | self.worker_target()
+        )
+        assert answer == {"ready": True}, answer
+        w = self.a.write_shard(index, retries=retries)
+        origin, shape = self.shard_box(index)
+        box = boxes(data, origin, shape)
+        value, _ = self.value(data, tuple(s.stop - s.start for s in box), ("array", "mixed"))
+        w[box] = value
+        ours = [(box, value)]
+        self.worker.send({"op": "go"})
+        mine_lost = False
+        try:
+            w.commit()
+        except sw.ConflictError as err:
+            assert self.geom.shard_key(index) in str(err), err
+            mine_lost = True
+        answer = self.worker.receive()
+        theirs_lost = answer.get("error") == "ConflictError"
+        if theirs_lost:
+            assert self.geom.shard_key(index) in answer["message"], answer
+        assert theirs_lost or answer == {"ok": True}, answer
+        assert not (mine_lost and theirs_lost), "both writers of one shard lost"
+        if mine_lost:
+            candidates = [self.applied(theirs)]
+        elif theirs_lost:
+            candidates = [self.applied(ours)]
+        else:
+            candidates = [
+                self.applied(ours, self.applied(theirs)),
+                self.applied(theirs, self.applied(ours)),
+            ]
+        stored = self.a[...]
+        problems = [mh.exact_mismatch(stored, c) for c in candidates]
+        assert None in problems, f"the raced shard {index} is none of the outcomes: {problems}"
+        self.model = candidates[problems.index(None)]
+        self.counts["races_lost"] = self.counts.get("races_lost", 0) + (mine_lost or theirs_lost)
+
+    # ---------------------------------------------------------------- the checks
+
+    @invariant()
+    def agree(self) -> None:
+        self.counts["steps"] += 1
+        mh.assert_exact(self.a[...], self.model, "shardwright a[...]")
+        z = self.backend.zarr_array()
+        if z is not None:
+            mh.assert_exact(z[...], self.model, "zarr-python z[...]")
+        else:
+            mh.assert_exact(self.backend.open()[...], self.model, "a reopened handle")
+        for index in np.ndindex(*self.geom.grid):
+            key = self.geom.shard_key(index)
+            present = self.backend.shard_present(key)
+            if present is None:
+                break
+            holds_data = not mh.all_fill(self.model[self.geom.shard_slices(index)], self.geom.fill)
+            if holds_data:
+                assert present, f"shard {key} holds data but is not stored"
+            elif self.backend.name != "s3" and index not in self.zarr_touched:
+                # (object stores put an empty shard instead; zarr-python keeps its own)
+                assert not present, f"shard {key} holds only the fill value but is stored"
+        if self.held_writer is None:
+            assert self.backend.debris() == [], self.backend.debris()
+
+    def teardown(self) -> None:
+        if self.held_writer is not None:
+            self.held_writer[0].abort()
+        if self.held_tx is not None:
+            self.held_tx[0].abort()
+        if isinstance(self.backend, mh.LocalBackend) and self.backend.root != self.backend.base:
+            shutil.rmtree(self.backend.root, ignore_errors=True)
+
+
+def zarr_reads(key: Any) -> bool:
+    """Whether zarr-python takes ``key`` (it refuses negative slice steps)."""
+    items = key if isinstance(key, tuple) else (key,)
+    return not any(isinstance(k, slice) and (k.step or 1) < 0 for k in items)
+
+
+@st.composite
+def selections(draw: Any, shape: tuple[int, ...], writes: bool) -> tuple[str, Any, Any]:
+    """``(how, key, model_key)``: ``plain`` keys (ints, slices of any step, Ellipsis,
+    one integer array, a full mask), ``oindex`` keys (per axis an int, slice, integer
+    array or 1-d mask), ``vindex`` keys (one integer array per axis, or a full mask)."""
+    how = draw(st.sampled_from(("basic", "basic", "int_array", "mask", "oindex", "vindex")))
+    ndim = len(shape)
+    if how == "mask":
+        mask = np.array(draw(st.lists(st.booleans(), min_size=1, max_size=64)))
+        mask = np.resize(mask, shape)
+        return ("vindex" if draw(st.booleans()) else "plain"), mask, mask
+    if how == "vindex":
+        n = draw(st.integers(1, 6))
+        arrays = tuple(
+            np.array(draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n))) for s in shape
+        )
+        return "vindex", arrays, arrays
+    if how == "oindex":
+        key, mkey = [], []
+        for s in shape:
+            form = draw(st.sampled_from(("int", "slice", "array", "mask")))
+            if form == "int":
+                i = draw(st.integers(0, s - 1))
+                key.append(i)
+                mkey.append(np.array([i]))
+            elif form == "slice":
+                key.append(slice(draw(st.integers(0, s - 1)), None))
+                mkey.append(np.arange(key[-1].start, s))
+            elif form == "array":
+                arr = np.array(draw(st.lists(st.integers(0, s - 1), min_size=1, max_size=4)))
+                key.append(arr)
+                mkey.append(arr)
+            else:
+                mask = np.array(draw(st.lists(st.booleans(), min_size=s, max_size=s)))
+                key.append(mask)
+                mkey.append(np.flatnonzero(mask))
+        mfinal = _oindex_model_key(key, mkey)
+        return "oindex", tuple(key), mfinal
+    key_items: list[Any] = []
+    # one integer array (numpy and zarr-python agree when the other axes are slices)
+    array_axis = draw(st.integers(0, ndim - 1)) if how == "int_array" else -1
+    for axis, s in enumerate(shape):
+        forms = ("slice", "slice", "full") if array_axis >= 0 else ("slice", "slice", "int", "full")
+        form = draw(st.sampled_from(forms))
+        if axis == array_axis:
+            key_items.append(
+                np.array(draw(st.lists(st.integers(-s, s - 1), min_size=1, max_size=4)))
+            )
+        elif form == "int":
+            key_items.append(draw(st.integers(-s, s - 1)))
+        elif form == "full":
+            key_items.append(slice(None))
+        else:
+            start = draw(st.none() | st.integers(-s - 1, s + 1))
+            stop = draw(st.none() | st.integers(-s - 1, s + 1))
+            step = draw(st.sampled_from((None, 1, 2, 3, -1, -2)))
+            key_items.append(slice(start, stop, step))
+    if draw(st.booleans()) and ndim > 1 and array_axis < 0:
+        key_items = [*key_items[:-1], Ellipsis]
+    key = tuple(key_items) if len(key_items) > 1 or draw(st.booleans()) else key_items[0]
+    return "plain", key, key
+
+
+def _oindex_model_key(key: list[Any], mkey: list[np.ndarray]) -> Any:
+    """The numpy key for an orthogonal selection with integer axes: broadcast the
+    array axes with ``np.ix_`` and keep the integers (numpy drops their axes)."""
+    arrays = [m for k, m in zip(key, mkey) if not isinstance(k, int)]
+    grids = iter(np.ix_(*arrays)) if arrays else iter(())
+    return tuple(k if isinstance(k, int) else next(grids) for k in key)
+
+
+def machine(
+    backend: mh.Backend,
+    worker: mh.Worker | None,
+    geometries: st.SearchStrategy[mh.Geometry],
+    label: str,
+) -> type[Model]:
+    return type(
+        f"Model_{backend.name}",
+        (Model,),
+        {
+            "backend": backend,
+            "worker": worker if backend.subprocess_ok else None,
+            "geometries": geometries,
+            "label": label,
+        },
+    )
+
+
+def run(
+    backend: mh.Backend,
+    worker: mh.Worker | None,
+    examples: int,
+    steps: int,
+    geometries: st.SearchStrategy[mh.Geometry] | None = None,
+    label: str | None = None,
+) -> None:
+    label = label or backend.name
+    run_state_machine_as_test(
+        machine(backend, worker, mh.geometries() if geometries is None else geometries, label),
+        settings=settings(
+            max_examples=EXAMPLES or examples,
+            stateful_step_count=STEPS or steps,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        ),
+    )
+    print(f"model-based {label}: {COUNTS.get(label, {})}")
+
+
+@pytest.fixture
+def worker():
+    w = mh.Worker()
+    yield w
+    w.close()
+
+
+def test_model_local(tmp_path, worker):
+    run(mh.LocalBackend(tmp_path), worker, examples=20, steps=20)
+
+
+def test_model_local_streaming(tmp_path, worker):
+    """Shards over the writers' 1 MiB staging buffer: written chunks stream to the
+    temporary file before the commit (and are read back from it by merges)."""
+    run(
+        mh.LocalBackend(tmp_path),
+        worker,
+        examples=3,
+        steps=8,
+        geometries=mh.streaming_geometries(),
+        label="local-streaming",
+    )
+
+
+def test_second_process_writes_while_a_writer_is_open(tmp_path, worker):
+    """Deterministically, once per run: another process commits a transaction on other
+    shards (and then the same shard) while this process holds a writer open, with data
+    streamed to its temporary file; both commits keep everything."""
+    geom = mh.Geometry((600, 400), (50, 100), (400, 400), "float64", 0, "zstd", "end")
+    backend = mh.LocalBackend(tmp_path)
+    a = backend.create(geom)
+    model = mh.full_of_fill(geom)
+    rng = np.random.default_rng(5)
+    w = a.write_shard((0, 0))
+    mine = rng.standard_normal((400, 400))  # 1.28 MB of random float64: over the 1 MiB
+    for c in w.inner_chunks():
+        w[c] = mine[c.slices]
+    for _ in range(500):  # the encoders finish in the background
+        if backend.debris():
+            break
+        time.sleep(0.01)
+    assert len(backend.debris()) == 1, "the writer streams to a temporary file"
+    theirs = rng.standard_normal((30, 70))
+    answer = worker.call(
+        {
+            "op": "tx",
+            "target": str(backend.root),
+            "options": None,
+            "writes": [mh.encode_write((420, 10), theirs)],
+            "retries": 0,
+        }
+    )
+    assert answer == {"ok": True}, answer
+    model[420:450, 10:80] = theirs
+    mh.assert_exact(a[...], model, "after the other process's commit")
+    same = rng.standard_normal((10, 10))
+    answer = worker.call(
+        {
+            "op": "tx",
+            "target": str(backend.root),
+            "options": None,
+            "writes": [mh.encode_write((5, 5), same)],
+            "retries": 0,
+        }
+    )
+    assert answer == {"ok": True}, answer
+    model[5:15, 5:15] = same
+    mh.assert_exact(a[...], model, "after the other process's second commit")
+    w.commit()  # every chunk of shard (0, 0) written whole: replaces the other's region
+    model[:400] = mine
+    mh.assert_exact(a[...], model, "after this process's commit")
+    mh.assert_exact(backend.zarr_array()[...], model, "zarr-python")
+    assert backend.debris() == []
+
+
+def test_model_memory_url():
+    run(mh.MemoryBackend(), None, examples=20, steps=20)
+
+
+def test_model_zarr_memory_store():
+    run(mh.ZarrMemoryBackend(), None, examples=10, steps=20)
+
+
+def test_model_s3(s3_bucket, s3_client, worker):
+    bucket, options = s3_bucket
+    run(mh.S3Backend(bucket, options, s3_client), worker, examples=6, steps=15)
