@@ -16,6 +16,7 @@ compressor; the output is standard Zarr v3 that zarr-python and TensorStore read
 
 from . import _core
 from ._array import Array
+from ._check import CheckReport, check
 from ._domain import Domain
 from ._errors import (
     ArrayNotFoundError,
@@ -67,6 +68,7 @@ __all__ = [
     "Array",
     "ArrayNotFoundError",
     "BoundsError",
+    "CheckReport",
     "ConflictError",
     "CorruptShardError",
     "DTypeError",
@@ -83,6 +85,7 @@ __all__ = [
     "TransactionTooLarge",
     "UnsupportedError",
     "__version__",
+    "check",
     "copy",
     "create",
     "create_array",

@@ -201,3 +201,7 @@ def build(
 ) -> tuple[list[Array], dict[str, Any]]:
     """Build a pyramid (``kind="pyramid"``) or a copy of ``source``; returns the written
     arrays and the build's report."""
+
+def check(array: Array, quick: bool, repair: bool, progress: Any | None = None) -> str:
+    """Check (and with ``repair``, mend) every stored shard of ``array``; returns the report
+    as JSON text. ``progress`` receives a dict after each batch of shards."""

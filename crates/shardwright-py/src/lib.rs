@@ -6,6 +6,7 @@
 //! crosses into Python.
 
 mod array;
+mod check;
 mod errors;
 mod grid;
 mod pyramid;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::PyTransaction>()?;
     m.add_class::<pyramid::PySource>()?;
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;

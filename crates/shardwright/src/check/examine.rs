@@ -371,10 +371,14 @@ pub(super) fn decode_chunks(
 pub(super) fn chunk_error(layout: &Layout, encoded: &[u8]) -> Option<String> {
     match chunk::decode(layout, encoded) {
         Ok(_) => None,
-        Err(FormatError::Corrupt(why) | FormatError::Codec(why)) => Some(
-            why.strip_prefix("inner chunk ")
-                .map_or_else(|| why.clone(), str::to_string),
-        ),
+        Err(FormatError::Corrupt(why) | FormatError::Codec(why)) => {
+            // "chunk 0,2: zstd frame header is invalid", not "chunk 0,2: inner chunk: …"
+            let rest = why
+                .strip_prefix("inner chunk: ")
+                .or_else(|| why.strip_prefix("inner chunk "))
+                .filter(|r| !r.starts_with("of ") && !r.starts_with("'s "));
+            Some(rest.map_or_else(|| why.clone(), str::to_string))
+        }
         Err(other) => Some(other.to_string()),
     }
 }
