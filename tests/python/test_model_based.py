@@ -28,6 +28,7 @@ import shutil
 import time
 from typing import Any
 
+import model_backends as mb
 import model_helpers as mh
 import numpy as np
 import pytest
@@ -42,6 +43,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from model_second_process import SecondProcessRules
 
 EXAMPLES = int(os.environ.get("SHARDWRIGHT_MODEL_EXAMPLES", "0"))
 STEPS = int(os.environ.get("SHARDWRIGHT_MODEL_STEPS", "0"))
@@ -52,36 +54,11 @@ class Boom(Exception):
     """Raised inside blocks by the test."""
 
 
-def boxes(data: Any, origin: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
-    """A non-empty box inside ``origin``/``shape``, as slices."""
-    out = []
-    for o, n in zip(origin, shape):
-        lo = data.draw(st.integers(0, n - 1))
-        hi = data.draw(st.integers(lo + 1, n))
-        out.append(slice(o + lo, o + hi))
-    return tuple(out)
-
-
-def write_key(data: Any, box: tuple[slice, ...]) -> Any:
-    """``box`` as a writer or transaction key: a Domain, the slices, or with an integer
-    for some axis of extent one (which drops that axis from the value's shape)."""
-    form = data.draw(st.sampled_from(("slices", "domain", "ints")))
-    if form == "domain":
-        return sw.Domain([s.start for s in box], [s.stop - s.start for s in box])
-    if form == "ints":
-        return tuple(s.start if s.stop - s.start == 1 else s for s in box)
-    return box
-
-
-def model_key(key: Any) -> Any:
-    return key.slices if isinstance(key, sw.Domain) else key
-
-
-class Model(RuleBasedStateMachine):
+class Model(SecondProcessRules, RuleBasedStateMachine):
     """The state machine; :func:`machine` binds it to a backend and a worker."""
 
-    backend: mh.Backend
-    worker: mh.Worker | None
+    backend: mb.Backend
+    worker: mb.Worker | None
     geometries: st.SearchStrategy[mh.Geometry] = mh.geometries()
     label = "?"  # what the counts are printed under
 
@@ -113,8 +90,8 @@ class Model(RuleBasedStateMachine):
 
     def op(self, data: Any, box: tuple[slice, ...]) -> tuple[Any, Any, Any]:
         """``(key, value, (model_key, model_value))`` of a write of ``box``."""
-        key = write_key(data, box)
-        mkey = model_key(key)
+        key = mh.write_key(data, box)
+        mkey = mh.model_key(key)
         value, mvalue = self.value(data, self.model[mkey].shape)
         return key, value, (mkey, mvalue)
 
@@ -165,7 +142,7 @@ class Model(RuleBasedStateMachine):
                 w[c] = value
                 ops.append((c.slices, mvalue))
             else:
-                key, value, mop = self.op(data, boxes(data, origin, shape))
+                key, value, mop = self.op(data, mh.boxes(data, origin, shape))
                 w[key] = value
                 ops.append(mop)
         return ops
@@ -248,7 +225,7 @@ class Model(RuleBasedStateMachine):
         for _ in range(data.draw(st.integers(1, 4))):
             kind = data.draw(st.sampled_from(("region", "region", "writer", "writer_raise")))
             if kind == "region":
-                key, value, mop = self.op(data, boxes(data, (0,) * self.a.ndim, self.a.shape))
+                key, value, mop = self.op(data, mh.boxes(data, (0,) * self.a.ndim, self.a.shape))
                 tx[key] = value
                 ops.append(mop)
                 continue
@@ -261,7 +238,7 @@ class Model(RuleBasedStateMachine):
             else:
                 with w:
                     ops.extend(self.writer_ops(w, index, data))
-        box = boxes(data, (0,) * self.a.ndim, self.a.shape)
+        box = mh.boxes(data, (0,) * self.a.ndim, self.a.shape)
         mh.assert_exact(tx[box], self.applied(ops)[box], f"tx[{box}] (read-your-writes)")
 
     @rule(data=st.data())
@@ -333,7 +310,7 @@ class Model(RuleBasedStateMachine):
         """``a[key] = value``, ``a.oindex[...] = ``, ``a.vindex[...] = `` (one-shot
         transactions) with the keys zarr-python reads, values broadcast or scalar."""
         self.tick("assign")
-        how, key, mkey = data.draw(selections(self.a.shape, writes=True))
+        how, key, mkey = data.draw(mh.selections(self.a.shape, writes=True))
         target = {"plain": self.a, "oindex": self.a.oindex, "vindex": self.a.vindex}[how]
         value, mvalue = self.value(data, self.model[mkey].shape)
         target[key] = value
@@ -342,12 +319,12 @@ class Model(RuleBasedStateMachine):
     @rule(data=st.data())
     def read(self, data: Any) -> None:
         self.tick("read")
-        how, key, mkey = data.draw(selections(self.a.shape, writes=False))
+        how, key, mkey = data.draw(mh.selections(self.a.shape, writes=False))
         source = {"plain": self.a, "oindex": self.a.oindex, "vindex": self.a.vindex}[how]
         expected = np.asarray(self.model[mkey])
         mh.assert_exact(source[key], expected, f"shardwright {how}[{key!r}]")
         z = self.backend.zarr_array()
-        if z is not None and zarr_reads(key):
+        if z is not None and mh.zarr_reads(key):
             zsource = {"plain": z, "oindex": z.oindex, "vindex": z.vindex}[how]
             mh.assert_exact(np.asarray(zsource[key]), expected, f"zarr-python {how}[{key!r}]")
 
@@ -357,7 +334,7 @@ class Model(RuleBasedStateMachine):
         """zarr-python writes a region (its shards then merged by shardwright's writes)."""
         self.tick("zarr_python_writes")
         z = self.backend.zarr_array(mode="r+")
-        box = boxes(data, (0,) * self.a.ndim, self.a.shape)
+        box = mh.boxes(data, (0,) * self.a.ndim, self.a.shape)
         value, mvalue = self.value(data, self.model[box].shape, ("array", "fill", "mixed"))
         z[box] = value
         self.model[box] = mvalue
@@ -396,92 +373,6 @@ class Model(RuleBasedStateMachine):
         self.model[box] = fill
         assert self.backend.shard_present(self.geom.shard_key(index)) in (None, False)
 
-    # ---------------------------------------------------------------- a second process
-
-    def worker_writes(self, data: Any, shards: list[tuple[int, ...]]) -> tuple[list, list]:
-        wire, ops = [], []
-        for index in shards:
-            origin, shape = self.shard_box(index)
-            box = boxes(data, origin, shape)
-            region_shape = tuple(s.stop - s.start for s in box)
-            value, _ = self.value(data, region_shape, ("array", "fill", "mixed"))
-            wire.append(mh.encode_write(tuple(s.start for s in box), value))
-            ops.append((box, value))
-        return wire, ops
-
-    def worker_target(self) -> dict[str, Any]:
-        target, options = self.backend.target()
-        return {"target": target, "options": options}
-
-    @precondition(lambda self: self.worker is not None)
-    @rule(data=st.data())
-    def second_process(self, data: Any) -> None:
-        """A transaction in another process, between steps or while this process holds
-        a writer open (on another shard, or on the same one: its commit merges later)."""
-        self.tick("second_process")
-        shards = [self.shard_index(data) for _ in range(data.draw(st.integers(1, 3)))]
-        if self.held_writer is not None and data.draw(st.booleans()):
-            held = self.held_writer[1]
-            others = [s for s in shards if s != held]
-            shards = others or shards
-            self.counts["second_process_while_holding"] = (
-                self.counts.get("second_process_while_holding", 0) + 1
-            )
-        wire, ops = self.worker_writes(data, shards)
-        answer = self.worker.call(
-            {"op": "tx", "writes": wire, "retries": 10, **self.worker_target()}
-        )
-        assert answer == {"ok": True}, answer
-        self.model = self.applied(ops)
-
-    @precondition(lambda self: self.worker is not None)
-    @rule(data=st.data(), retries=st.sampled_from((0, 2)))
-    def race(self, data: Any, retries: int) -> None:
-        """This process and another commit one shard at the same moment: both land (in
-        either order), or the loser raises ConflictError and stored nothing; never a
-        torn shard."""
-        self.tick("race")
-        index = self.shard_index(data)
-        wire, theirs = self.worker_writes(data, [index])
-        answer = self.worker.call(
-            {"op": "stage", "shard": list(index), "writes": wire, "retries": retries}
-            | self.worker_target()
-        )
-        assert answer == {"ready": True}, answer
-        w = self.a.write_shard(index, retries=retries)
-        origin, shape = self.shard_box(index)
-        box = boxes(data, origin, shape)
-        value, _ = self.value(data, tuple(s.stop - s.start for s in box), ("array", "mixed"))
-        w[box] = value
-        ours = [(box, value)]
-        self.worker.send({"op": "go"})
-        mine_lost = False
-        try:
-            w.commit()
-        except sw.ConflictError as err:
-            assert self.geom.shard_key(index) in str(err), err
-            mine_lost = True
-        answer = self.worker.receive()
-        theirs_lost = answer.get("error") == "ConflictError"
-        if theirs_lost:
-            assert self.geom.shard_key(index) in answer["message"], answer
-        assert theirs_lost or answer == {"ok": True}, answer
-        assert not (mine_lost and theirs_lost), "both writers of one shard lost"
-        if mine_lost:
-            candidates = [self.applied(theirs)]
-        elif theirs_lost:
-            candidates = [self.applied(ours)]
-        else:
-            candidates = [
-                self.applied(ours, self.applied(theirs)),
-                self.applied(theirs, self.applied(ours)),
-            ]
-        stored = self.a[...]
-        problems = [mh.exact_mismatch(stored, c) for c in candidates]
-        assert None in problems, f"the raced shard {index} is none of the outcomes: {problems}"
-        self.model = candidates[problems.index(None)]
-        self.counts["races_lost"] = self.counts.get("races_lost", 0) + (mine_lost or theirs_lost)
-
     # ---------------------------------------------------------------- the checks
 
     @invariant()
@@ -512,90 +403,13 @@ class Model(RuleBasedStateMachine):
             self.held_writer[0].abort()
         if self.held_tx is not None:
             self.held_tx[0].abort()
-        if isinstance(self.backend, mh.LocalBackend) and self.backend.root != self.backend.base:
+        if isinstance(self.backend, mb.LocalBackend) and self.backend.root != self.backend.base:
             shutil.rmtree(self.backend.root, ignore_errors=True)
 
 
-def zarr_reads(key: Any) -> bool:
-    """Whether zarr-python takes ``key`` (it refuses negative slice steps)."""
-    items = key if isinstance(key, tuple) else (key,)
-    return not any(isinstance(k, slice) and (k.step or 1) < 0 for k in items)
-
-
-@st.composite
-def selections(draw: Any, shape: tuple[int, ...], writes: bool) -> tuple[str, Any, Any]:
-    """``(how, key, model_key)``: ``plain`` keys (ints, slices of any step, Ellipsis,
-    one integer array, a full mask), ``oindex`` keys (per axis an int, slice, integer
-    array or 1-d mask), ``vindex`` keys (one integer array per axis, or a full mask)."""
-    how = draw(st.sampled_from(("basic", "basic", "int_array", "mask", "oindex", "vindex")))
-    ndim = len(shape)
-    if how == "mask":
-        mask = np.array(draw(st.lists(st.booleans(), min_size=1, max_size=64)))
-        mask = np.resize(mask, shape)
-        return ("vindex" if draw(st.booleans()) else "plain"), mask, mask
-    if how == "vindex":
-        n = draw(st.integers(1, 6))
-        arrays = tuple(
-            np.array(draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n))) for s in shape
-        )
-        return "vindex", arrays, arrays
-    if how == "oindex":
-        key, mkey = [], []
-        for s in shape:
-            form = draw(st.sampled_from(("int", "slice", "array", "mask")))
-            if form == "int":
-                i = draw(st.integers(0, s - 1))
-                key.append(i)
-                mkey.append(np.array([i]))
-            elif form == "slice":
-                key.append(slice(draw(st.integers(0, s - 1)), None))
-                mkey.append(np.arange(key[-1].start, s))
-            elif form == "array":
-                arr = np.array(draw(st.lists(st.integers(0, s - 1), min_size=1, max_size=4)))
-                key.append(arr)
-                mkey.append(arr)
-            else:
-                mask = np.array(draw(st.lists(st.booleans(), min_size=s, max_size=s)))
-                key.append(mask)
-                mkey.append(np.flatnonzero(mask))
-        mfinal = _oindex_model_key(key, mkey)
-        return "oindex", tuple(key), mfinal
-    key_items: list[Any] = []
-    # one integer array (numpy and zarr-python agree when the other axes are slices)
-    array_axis = draw(st.integers(0, ndim - 1)) if how == "int_array" else -1
-    for axis, s in enumerate(shape):
-        forms = ("slice", "slice", "full") if array_axis >= 0 else ("slice", "slice", "int", "full")
-        form = draw(st.sampled_from(forms))
-        if axis == array_axis:
-            key_items.append(
-                np.array(draw(st.lists(st.integers(-s, s - 1), min_size=1, max_size=4)))
-            )
-        elif form == "int":
-            key_items.append(draw(st.integers(-s, s - 1)))
-        elif form == "full":
-            key_items.append(slice(None))
-        else:
-            start = draw(st.none() | st.integers(-s - 1, s + 1))
-            stop = draw(st.none() | st.integers(-s - 1, s + 1))
-            step = draw(st.sampled_from((None, 1, 2, 3, -1, -2)))
-            key_items.append(slice(start, stop, step))
-    if draw(st.booleans()) and ndim > 1 and array_axis < 0:
-        key_items = [*key_items[:-1], Ellipsis]
-    key = tuple(key_items) if len(key_items) > 1 or draw(st.booleans()) else key_items[0]
-    return "plain", key, key
-
-
-def _oindex_model_key(key: list[Any], mkey: list[np.ndarray]) -> Any:
-    """The numpy key for an orthogonal selection with integer axes: broadcast the
-    array axes with ``np.ix_`` and keep the integers (numpy drops their axes)."""
-    arrays = [m for k, m in zip(key, mkey) if not isinstance(k, int)]
-    grids = iter(np.ix_(*arrays)) if arrays else iter(())
-    return tuple(k if isinstance(k, int) else next(grids) for k in key)
-
-
 def machine(
-    backend: mh.Backend,
-    worker: mh.Worker | None,
+    backend: mb.Backend,
+    worker: mb.Worker | None,
     geometries: st.SearchStrategy[mh.Geometry],
     label: str,
 ) -> type[Model]:
@@ -612,8 +426,8 @@ def machine(
 
 
 def run(
-    backend: mh.Backend,
-    worker: mh.Worker | None,
+    backend: mb.Backend,
+    worker: mb.Worker | None,
     examples: int,
     steps: int,
     geometries: st.SearchStrategy[mh.Geometry] | None = None,
@@ -634,20 +448,20 @@ def run(
 
 @pytest.fixture
 def worker():
-    w = mh.Worker()
+    w = mb.Worker()
     yield w
     w.close()
 
 
 def test_model_local(tmp_path, worker):
-    run(mh.LocalBackend(tmp_path), worker, examples=20, steps=20)
+    run(mb.LocalBackend(tmp_path), worker, examples=20, steps=20)
 
 
 def test_model_local_streaming(tmp_path, worker):
     """Shards over the writers' 1 MiB staging buffer: written chunks stream to the
     temporary file before the commit (and are read back from it by merges)."""
     run(
-        mh.LocalBackend(tmp_path),
+        mb.LocalBackend(tmp_path),
         worker,
         examples=3,
         steps=8,
@@ -661,7 +475,7 @@ def test_second_process_writes_while_a_writer_is_open(tmp_path, worker):
     shards (and then the same shard) while this process holds a writer open, with data
     streamed to its temporary file; both commits keep everything."""
     geom = mh.Geometry((600, 400), (50, 100), (400, 400), "float64", 0, "zstd", "end")
-    backend = mh.LocalBackend(tmp_path)
+    backend = mb.LocalBackend(tmp_path)
     a = backend.create(geom)
     model = mh.full_of_fill(geom)
     rng = np.random.default_rng(5)
@@ -680,7 +494,7 @@ def test_second_process_writes_while_a_writer_is_open(tmp_path, worker):
             "op": "tx",
             "target": str(backend.root),
             "options": None,
-            "writes": [mh.encode_write((420, 10), theirs)],
+            "writes": [mb.encode_write((420, 10), theirs)],
             "retries": 0,
         }
     )
@@ -693,7 +507,7 @@ def test_second_process_writes_while_a_writer_is_open(tmp_path, worker):
             "op": "tx",
             "target": str(backend.root),
             "options": None,
-            "writes": [mh.encode_write((5, 5), same)],
+            "writes": [mb.encode_write((5, 5), same)],
             "retries": 0,
         }
     )
@@ -708,13 +522,13 @@ def test_second_process_writes_while_a_writer_is_open(tmp_path, worker):
 
 
 def test_model_memory_url():
-    run(mh.MemoryBackend(), None, examples=20, steps=20)
+    run(mb.MemoryBackend(), None, examples=20, steps=20)
 
 
 def test_model_zarr_memory_store():
-    run(mh.ZarrMemoryBackend(), None, examples=10, steps=20)
+    run(mb.ZarrMemoryBackend(), None, examples=10, steps=20)
 
 
 def test_model_s3(s3_bucket, s3_client, worker):
     bucket, options = s3_bucket
-    run(mh.S3Backend(bucket, options, s3_client), worker, examples=6, steps=15)
+    run(mb.S3Backend(bucket, options, s3_client), worker, examples=6, steps=15)
