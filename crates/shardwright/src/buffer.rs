@@ -39,7 +39,7 @@ fn human(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    format!("{value:.1} {}", UNITS[unit])
+    format!("{value:.1} {}", UNITS.get(unit).copied().unwrap_or("EiB"))
 }
 
 /// The size in bytes of `count` elements of `element_size` bytes, if it fits in memory's

@@ -111,9 +111,11 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Domain(DomainError::OutOfBounds { .. } | DomainError::Overflow { .. }) => {
-                ErrorKind::Bounds
-            }
+            Error::Domain(
+                DomainError::OutOfBounds { .. }
+                | DomainError::Overflow { .. }
+                | DomainError::TooManyCells(_),
+            ) => ErrorKind::Bounds,
             Error::Domain(_)
             | Error::DataLength { .. }
             | Error::NotAnInnerChunk { .. }

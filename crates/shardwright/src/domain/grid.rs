@@ -19,13 +19,21 @@ pub struct Grid {
     array_shape: Vec<u64>,
     cell_shape: Vec<u64>,
     grid_shape: Vec<u64>,
+    len: u64,
 }
 
 impl Grid {
     /// A grid of `cell_shape` cells over an array of `array_shape`.
     ///
     /// # Errors
-    /// [`DomainError::Rank`] if the ranks differ, [`DomainError::ZeroCell`] if a cell extent is 0.
+    /// [`DomainError::Rank`] if the ranks differ, [`DomainError::ZeroCell`] if a cell extent is
+    /// 0, [`DomainError::TooManyCells`] if the grid has more than `u64::MAX` cells.
+    ///
+    /// ```
+    /// use shardwright::domain::{DomainError, Grid};
+    /// let err = Grid::new(vec![u64::MAX; 2], vec![1, 1]).unwrap_err();
+    /// assert!(matches!(err, DomainError::TooManyCells(_)));
+    /// ```
     pub fn new(array_shape: Vec<u64>, cell_shape: Vec<u64>) -> Result<Self, DomainError> {
         if array_shape.len() != cell_shape.len() {
             return Err(DomainError::Rank {
@@ -36,15 +44,20 @@ impl Grid {
         if cell_shape.contains(&0) {
             return Err(DomainError::ZeroCell(cell_shape));
         }
-        let grid_shape = array_shape
+        let grid_shape: Vec<u64> = array_shape
             .iter()
             .zip(&cell_shape)
             .map(|(a, c)| a.div_ceil(*c))
             .collect();
+        let len = grid_shape
+            .iter()
+            .try_fold(1u64, |n, g| n.checked_mul(*g))
+            .ok_or_else(|| DomainError::TooManyCells(grid_shape.clone()))?;
         Ok(Self {
             array_shape,
             cell_shape,
             grid_shape,
+            len,
         })
     }
 
@@ -69,7 +82,7 @@ impl Grid {
     /// The number of cells.
     #[must_use]
     pub fn len(&self) -> u64 {
-        self.grid_shape.iter().product()
+        self.len
     }
 
     /// Whether the grid has no cell (the array has a zero extent).
@@ -90,18 +103,33 @@ impl Grid {
     /// [`DomainError::Rank`] for an index of another rank, [`DomainError::OutOfBounds`] for an
     /// index outside the grid.
     pub fn cell(&self, index: &[u64]) -> Result<Domain, DomainError> {
-        let unclipped = self.cell_unclipped(index)?;
-        let clipped = unclipped
-            .intersect(&self.bounds())
-            .expect("a cell inside the grid meets the array");
-        Ok(clipped.with_index(index.to_vec()))
+        self.check_index(index)?;
+        Ok(self.clipped(index))
     }
 
-    /// The cell at `index` with its full cell shape, even where it passes the array edge.
-    ///
-    /// # Errors
-    /// As [`Grid::cell`].
-    pub fn cell_unclipped(&self, index: &[u64]) -> Result<Domain, DomainError> {
+    /// The cell at an index known to lie inside the grid, clipped to the array. Its origin
+    /// `i * c` is at most `a - 1` (as `i < ceil(a / c)`) and its shape at most `a - i * c`,
+    /// so nothing overflows.
+    fn clipped(&self, index: &[u64]) -> Domain {
+        let origin: Vec<u64> = index
+            .iter()
+            .zip(&self.cell_shape)
+            .map(|(i, c)| i.saturating_mul(*c))
+            .collect();
+        let shape = origin
+            .iter()
+            .zip(&self.cell_shape)
+            .zip(&self.array_shape)
+            .map(|((o, c), a)| (*c).min(a.saturating_sub(*o)))
+            .collect();
+        Domain {
+            origin,
+            shape,
+            index: Some(index.to_vec()),
+        }
+    }
+
+    fn check_index(&self, index: &[u64]) -> Result<(), DomainError> {
         if index.len() != self.grid_shape.len() {
             return Err(DomainError::Rank {
                 expected: self.grid_shape.len(),
@@ -110,25 +138,39 @@ impl Grid {
         }
         if index.iter().zip(&self.grid_shape).any(|(i, g)| i >= g) {
             return Err(DomainError::OutOfBounds {
-                region: Box::new(Domain::new(index.to_vec(), vec![1; index.len()])),
+                region: Box::new(Domain {
+                    origin: index.to_vec(),
+                    // one element, or none at u64::MAX (a box never ends past it)
+                    shape: index.iter().map(|&i| u64::from(i < u64::MAX)).collect(),
+                    index: None,
+                }),
                 bounds: Box::new(Domain::from_shape(self.grid_shape.clone())),
             });
         }
-        let origin = index
-            .iter()
-            .zip(&self.cell_shape)
-            .map(|(i, c)| i * c)
-            .collect();
-        Ok(Domain::new(origin, self.cell_shape.clone()).with_index(index.to_vec()))
+        Ok(())
+    }
+
+    /// The cell at `index` with its full cell shape, even where it passes the array edge.
+    ///
+    /// # Errors
+    /// As [`Grid::cell`], and [`DomainError::Overflow`] for a cell at the far edge of an
+    /// array that ends within one cell of `u64::MAX`, which would end past it.
+    pub fn cell_unclipped(&self, index: &[u64]) -> Result<Domain, DomainError> {
+        self.check_index(index)?;
+        let origin = self.clipped(index).origin;
+        Ok(Domain::try_new(origin, self.cell_shape.clone())?.with_index(index.to_vec()))
     }
 
     /// The position of a grid index in C order (row-major).
     #[must_use]
     pub fn linear_index(&self, index: &[u64]) -> u64 {
+        // Below `len` (a u64) for an index inside the grid; saturates for one outside it.
         index
             .iter()
             .zip(&self.grid_shape)
-            .fold(0, |acc, (i, g)| acc * g + i)
+            .fold(0u64, |acc, (i, g)| {
+                acc.saturating_mul(*g).saturating_add(*i)
+            })
     }
 
     /// Every cell, clipped, in C order.
@@ -213,19 +255,20 @@ impl Iterator for GridCells {
         let current = self.next.take()?;
         let mut following = current.clone();
         let mut advanced = false;
-        for d in (0..following.len()).rev() {
-            following[d] += 1;
-            if following[d] < self.hi[d] {
+        for ((f, lo), hi) in following.iter_mut().zip(&self.lo).zip(&self.hi).rev() {
+            *f += 1;
+            if *f < *hi {
                 advanced = true;
                 break;
             }
-            following[d] = self.lo[d];
+            *f = *lo;
         }
         if advanced {
             self.next = Some(following);
         }
-        self.remaining -= 1;
-        Some(self.grid.cell(&current).expect("index inside the grid"))
+        self.remaining = self.remaining.saturating_sub(1);
+        // `lo..hi` lies inside the grid (cells_meeting clips it), so `current` does too.
+        Some(self.grid.clipped(&current))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

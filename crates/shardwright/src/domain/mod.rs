@@ -51,6 +51,9 @@ pub enum DomainError {
     /// A grid cell shape has a zero extent.
     #[error("grid cell shape {0:?} has a zero extent")]
     ZeroCell(Vec<u64>),
+    /// A grid of this shape (cells along each dimension) has more than `u64::MAX` cells.
+    #[error("a grid of {0:?} cells has more than 2^64 cells")]
+    TooManyCells(Vec<u64>),
 }
 
 /// A half-open box of array elements: `origin[d] .. origin[d] + shape[d]` in each dimension.
@@ -118,6 +121,9 @@ impl Domain {
     /// assert_eq!(d.stop(), vec![4, 6]);
     /// ```
     #[must_use]
+    // The documented panic of a constructor for boxes known to be well formed (like slice
+    // indexing); input from users goes through `try_new`.
+    #[allow(clippy::expect_used)]
     pub fn new(origin: Vec<u64>, shape: Vec<u64>) -> Self {
         Self::try_new(origin, shape).expect("origin and shape must have the same rank")
     }
@@ -161,7 +167,12 @@ impl Domain {
     /// ```
     #[must_use]
     pub fn from_shape(shape: Vec<u64>) -> Self {
-        Self::new(vec![0; shape.len()], shape)
+        // A box from the origin never ends past u64::MAX.
+        Self {
+            origin: vec![0; shape.len()],
+            shape,
+            index: None,
+        }
     }
 
     /// The same box, tagged with a grid index.
@@ -210,10 +221,19 @@ impl Domain {
             .collect()
     }
 
-    /// The number of elements in the box.
+    /// The number of elements in the box, saturating at `u64::MAX` (a box of more elements
+    /// than that can be described but never held: sizing a buffer for it fails).
+    ///
+    /// ```
+    /// use shardwright::domain::Domain;
+    /// assert_eq!(Domain::from_shape(vec![1 << 40, 1 << 40]).size(), u64::MAX);
+    /// ```
     #[must_use]
     pub fn size(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .try_fold(1u64, |n, s| n.checked_mul(*s))
+            .unwrap_or(if self.is_empty() { 0 } else { u64::MAX })
     }
 
     /// Whether the box holds no element.
@@ -230,16 +250,26 @@ impl Domain {
         }
         let mut origin = Vec::with_capacity(self.ndim());
         let mut shape = Vec::with_capacity(self.ndim());
-        for d in 0..self.ndim() {
-            let lo = self.origin[d].max(other.origin[d]);
-            let hi = (self.origin[d] + self.shape[d]).min(other.origin[d] + other.shape[d]);
+        // Both boxes end at or before u64::MAX (try_new checks it), so the sums fit.
+        for ((&o1, &s1), (&o2, &s2)) in self
+            .origin
+            .iter()
+            .zip(&self.shape)
+            .zip(other.origin.iter().zip(&other.shape))
+        {
+            let lo = o1.max(o2);
+            let hi = (o1 + s1).min(o2 + s2);
             if hi <= lo {
                 return None;
             }
             origin.push(lo);
             shape.push(hi - lo);
         }
-        Some(Domain::new(origin, shape))
+        Some(Domain {
+            origin,
+            shape,
+            index: None,
+        })
     }
 
     /// Whether `other` lies entirely inside this box (an empty box lies inside any box of
@@ -247,10 +277,12 @@ impl Domain {
     #[must_use]
     pub fn contains(&self, other: &Domain) -> bool {
         self.ndim() == other.ndim()
-            && (0..self.ndim()).all(|d| {
-                other.origin[d] >= self.origin[d]
-                    && other.origin[d] + other.shape[d] <= self.origin[d] + self.shape[d]
-            })
+            && self
+                .origin
+                .iter()
+                .zip(&self.shape)
+                .zip(other.origin.iter().zip(&other.shape))
+                .all(|((&o, &s), (&oo, &os))| oo >= o && oo + os <= o + s)
     }
 
     /// The box moved by `offset` (which may be negative), or `None` if it would leave the
@@ -295,7 +327,12 @@ impl Domain {
             .zip(&base.origin)
             .map(|(&o, &b)| o.checked_sub(b))
             .collect::<Option<Vec<u64>>>()?;
-        Some(Domain::new(origin, self.shape.clone()))
+        // Moved towards 0, the box still ends before u64::MAX.
+        Some(Domain {
+            origin,
+            shape: self.shape.clone(),
+            index: None,
+        })
     }
 
     /// An error unless `self` lies inside `bounds`.

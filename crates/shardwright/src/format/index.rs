@@ -2,7 +2,6 @@
 //! the index codecs (usually `bytes` little-endian + `crc32c`).
 
 use std::borrow::Cow;
-use std::num::NonZeroU64;
 
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, FillValue};
 
@@ -12,20 +11,8 @@ use crate::layout::{IndexSpec, Layout};
 /// The index entry of an empty slot (no chunk stored: read as the fill value).
 pub const EMPTY: (u64, u64) = (u64::MAX, u64::MAX);
 
-fn spec(layout: &Layout) -> &IndexSpec {
-    layout
-        .index()
-        .expect("a shard index exists only in sharded arrays")
-}
-
-fn index_shape(layout: &Layout) -> Vec<NonZeroU64> {
-    let mut shape: Vec<NonZeroU64> = layout
-        .chunks_per_shard()
-        .iter()
-        .map(|c| NonZeroU64::new(*c).expect("non-zero"))
-        .collect();
-    shape.push(NonZeroU64::new(2).expect("2 > 0"));
-    shape
+fn spec(layout: &Layout) -> Result<&IndexSpec, FormatError> {
+    layout.index().ok_or(FormatError::NotSharded)
 }
 
 /// Encode the index of a shard of a sharded array.
@@ -41,10 +28,8 @@ fn index_shape(layout: &Layout) -> Vec<NonZeroU64> {
 /// ```
 ///
 /// # Errors
-/// [`FormatError::SlotCount`] for a number of entries other than the slots in a shard.
-///
-/// # Panics
-/// Panics if the layout is not sharded.
+/// [`FormatError::SlotCount`] for a number of entries other than the slots in a shard,
+/// [`FormatError::NotSharded`] for a layout without shards.
 pub fn encode(layout: &Layout, entries: &[(u64, u64)]) -> Result<Vec<u8>, FormatError> {
     if entries.len() != layout.slots_per_shard() {
         return Err(FormatError::SlotCount {
@@ -52,16 +37,17 @@ pub fn encode(layout: &Layout, entries: &[(u64, u64)]) -> Result<Vec<u8>, Format
             got: entries.len(),
         });
     }
+    let spec = spec(layout)?;
     let mut raw = Vec::with_capacity(entries.len() * 16);
     for (offset, nbytes) in entries {
         raw.extend_from_slice(&offset.to_ne_bytes());
         raw.extend_from_slice(&nbytes.to_ne_bytes());
     }
-    let encoded = spec(layout)
+    let encoded = spec
         .codecs
         .encode(
             ArrayBytes::new_flen(Cow::Owned(raw)),
-            &index_shape(layout),
+            &spec.shape,
             &zarrs::array::data_type::uint64(),
             &FillValue::from(u64::MAX),
             &codec_options(),
@@ -73,12 +59,10 @@ pub fn encode(layout: &Layout, entries: &[(u64, u64)]) -> Result<Vec<u8>, Format
 /// Decode (and check the checksum of) an encoded shard index.
 ///
 /// # Errors
-/// [`FormatError::Corrupt`] when the checksum fails or the bytes are not an index.
-///
-/// # Panics
-/// Panics if the layout is not sharded.
+/// [`FormatError::Corrupt`] when the checksum fails or the bytes are not an index,
+/// [`FormatError::NotSharded`] for a layout without shards.
 pub fn decode(layout: &Layout, bytes: &[u8]) -> Result<Vec<(u64, u64)>, FormatError> {
-    let spec = spec(layout);
+    let spec = spec(layout)?;
     if bytes.len() as u64 != spec.encoded_size {
         return Err(FormatError::Corrupt(format!(
             "shard index is {} bytes, expected {}",
@@ -90,19 +74,25 @@ pub fn decode(layout: &Layout, bytes: &[u8]) -> Result<Vec<(u64, u64)>, FormatEr
         .codecs
         .decode(
             Cow::Borrowed(bytes),
-            &index_shape(layout),
+            &spec.shape,
             &zarrs::array::data_type::uint64(),
             &FillValue::from(u64::MAX),
             &codec_options(),
         )
         .and_then(|b| Ok(b.into_fixed()?))
         .map_err(|e| FormatError::Corrupt(format!("shard index does not decode: {e}")))?;
-    Ok(decoded
-        .chunks_exact(16)
-        .map(|pair| {
-            let offset = u64::from_ne_bytes(pair[..8].try_into().expect("8 bytes"));
-            let nbytes = u64::from_ne_bytes(pair[8..].try_into().expect("8 bytes"));
-            (offset, nbytes)
-        })
+    let (words, rest) = decoded.as_chunks::<8>();
+    let words: Vec<u64> = words.iter().map(|w| u64::from_ne_bytes(*w)).collect();
+    let (pairs, odd) = words.as_chunks::<2>();
+    if !rest.is_empty() || !odd.is_empty() || pairs.len() != layout.slots_per_shard() {
+        return Err(FormatError::Corrupt(format!(
+            "shard index decodes to {} bytes, expected {}",
+            decoded.len(),
+            layout.slots_per_shard() * 16
+        )));
+    }
+    Ok(pairs
+        .iter()
+        .map(|&[offset, nbytes]| (offset, nbytes))
         .collect())
 }

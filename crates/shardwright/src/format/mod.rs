@@ -43,6 +43,9 @@ pub enum FormatError {
         /// The length given.
         got: usize,
     },
+    /// A shard operation (index, assembly, splitting) on an array that is not sharded.
+    #[error("the array is not sharded: it has no shard index")]
+    NotSharded,
     /// A number of slots that is not that of one shard.
     #[error("expected {expected} inner chunk slots, got {got}")]
     SlotCount {

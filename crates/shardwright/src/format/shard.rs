@@ -52,15 +52,13 @@ impl AssembledShard<'_> {
 /// entry per slot of the shard; `None` is an empty slot.
 ///
 /// # Errors
-/// [`FormatError::SlotCount`] when `chunks` does not have one entry per slot.
-///
-/// # Panics
-/// Panics if the layout is not sharded.
+/// [`FormatError::SlotCount`] when `chunks` does not have one entry per slot,
+/// [`FormatError::NotSharded`] for a layout without shards.
 pub fn assemble<'a>(
     layout: &Layout,
     chunks: &[Option<&'a [u8]>],
 ) -> Result<AssembledShard<'a>, FormatError> {
-    let spec = layout.index().expect("assemble needs a sharded layout");
+    let spec = layout.index().ok_or(FormatError::NotSharded)?;
     let mut offset = match spec.location() {
         IndexLocation::Start => spec.encoded_size(),
         IndexLocation::End => 0,
@@ -89,22 +87,27 @@ pub fn assemble<'a>(
 ///
 /// # Errors
 /// [`FormatError::Corrupt`] for a shard too short to hold its index, an index that fails
-/// its checksum, or an entry pointing outside the shard.
-///
-/// # Panics
-/// Panics if the layout is not sharded.
+/// its checksum, or an entry pointing outside the shard; [`FormatError::NotSharded`] for a
+/// layout without shards.
 pub fn split(layout: &Layout, shard: &[u8]) -> Result<Vec<Option<Range<usize>>>, FormatError> {
-    let spec = layout.index().expect("split needs a sharded layout");
-    let size = spec.encoded_size() as usize;
-    if shard.len() < size {
-        return Err(FormatError::Corrupt(format!(
+    let spec = layout.index().ok_or(FormatError::NotSharded)?;
+    let size = usize::try_from(spec.encoded_size()).unwrap_or(usize::MAX);
+    let short = || {
+        FormatError::Corrupt(format!(
             "shard of {} bytes is shorter than its {size}-byte index",
             shard.len()
-        )));
-    }
+        ))
+    };
     let (index_bytes, data) = match spec.location() {
-        IndexLocation::Start => (&shard[..size], size..shard.len()),
-        IndexLocation::End => (&shard[shard.len() - size..], 0..shard.len() - size),
+        IndexLocation::Start => {
+            let (index, _) = shard.split_at_checked(size).ok_or_else(short)?;
+            (index, size..shard.len())
+        }
+        IndexLocation::End => {
+            let at = shard.len().checked_sub(size).ok_or_else(short)?;
+            let (_, index) = shard.split_at_checked(at).ok_or_else(short)?;
+            (index, 0..at)
+        }
     };
     let ranges = split_index(layout, index_bytes, shard.len() as u64)?;
     debug_assert!(ranges
@@ -123,15 +126,12 @@ pub fn split(layout: &Layout, shard: &[u8]) -> Result<Vec<Option<Range<usize>>>,
 ///
 /// # Errors
 /// As [`split`].
-///
-/// # Panics
-/// Panics if the layout is not sharded.
 pub fn split_index(
     layout: &Layout,
     index_bytes: &[u8],
     shard_len: u64,
 ) -> Result<Vec<Option<Range<u64>>>, FormatError> {
-    let spec = layout.index().expect("split needs a sharded layout");
+    let spec = layout.index().ok_or(FormatError::NotSharded)?;
     let size = spec.encoded_size();
     if shard_len < size {
         return Err(FormatError::Corrupt(format!(

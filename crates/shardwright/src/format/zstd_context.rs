@@ -41,7 +41,9 @@ pub(super) fn compress(settings: ZstdSettings, raw: &[u8]) -> Result<Vec<u8>, Fo
                 scratch: Vec::new(),
             });
         }
-        let context = cell.as_mut().expect("set above");
+        let Some(context) = cell.as_mut() else {
+            return Err(FormatError::Codec("zstd: no compression context".into()));
+        };
         let bound = zstd::zstd_safe::compress_bound(raw.len());
         context.scratch.clear();
         context.scratch.reserve(bound);
@@ -56,12 +58,61 @@ pub(super) fn compress(settings: ZstdSettings, raw: &[u8]) -> Result<Vec<u8>, Fo
                 return Err(codec_error(&e));
             }
         };
-        let encoded = context.scratch[..n].to_vec();
+        let encoded = context
+            .scratch
+            .get(..n)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| FormatError::Codec(format!("zstd: {n} bytes reported")))?;
         // A huge chunk should not pin its worst-case buffer in every thread.
         if context.scratch.capacity() > 4 << 20 {
             context.scratch = Vec::new();
         }
         Ok(encoded)
+    })
+}
+
+thread_local! {
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+/// Decompress zstd `frames` into at most `capacity` bytes: more is an error, and so is a
+/// frame whose header claims more, before anything is allocated for it.
+pub(super) fn decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, FormatError> {
+    let corrupt = |why: String| FormatError::Corrupt(format!("inner chunk: zstd {why}"));
+    match zstd::zstd_safe::get_frame_content_size(frames) {
+        Ok(Some(claimed)) if claimed > capacity as u64 => {
+            return Err(corrupt(format!(
+                "frame claims {claimed} decoded bytes, at most {capacity} expected"
+            )))
+        }
+        Err(_) => {
+            return Err(corrupt(format!(
+                "frame header is invalid ({} bytes)",
+                frames.len()
+            )))
+        }
+        _ => {}
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(capacity)
+        .map_err(|_| FormatError::Codec(format!("out of memory: {capacity} bytes")))?;
+    DECOMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let decompressor = match cell.as_mut() {
+            Some(d) => d,
+            None => cell.insert(zstd::bulk::Decompressor::new().map_err(|e| codec_error(&e))?),
+        };
+        match decompressor.decompress_to_buffer(frames, &mut out) {
+            Ok(_) => Ok(out),
+            Err(e) => {
+                // Do not keep a context in an unknown state.
+                *cell = None;
+                Err(corrupt(format!(
+                    "{e} (decoding into at most {capacity} bytes)"
+                )))
+            }
+        }
     })
 }
 

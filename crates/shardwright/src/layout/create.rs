@@ -245,10 +245,11 @@ impl ArraySpec {
             "node_type": "array",
             "storage_transformers": [],
         });
-        if let Some(names) = &self.dimension_names {
-            metadata["dimension_names"] = json!(names);
+        if let (Some(names), Some(object)) = (&self.dimension_names, metadata.as_object_mut()) {
+            object.insert("dimension_names".into(), json!(names));
         }
-        let text = serde_json::to_string_pretty(&metadata).expect("JSON values serialize");
+        let text = serde_json::to_string_pretty(&metadata)
+            .map_err(|e| LayoutError::Invalid(format!("metadata does not serialize: {e}")))?;
         Layout::from_json(text.as_bytes())?;
         Ok(text)
     }

@@ -30,9 +30,10 @@ mod parse;
 pub use create::{ArraySpec, Compressor};
 use parse::{
     check_codec_limits, check_codec_names, check_sizes, chunk_key_encoding, codec_chain,
-    index_spec, inner_codecs_metadata, invalid, plain_zstd, regular_grid_shape, sharding_config,
-    unsupported,
+    decode_stages, index_spec, inner_codecs_metadata, invalid, non_zero, plain_zstd,
+    regular_grid_shape, sharding_config, unsupported,
 };
+pub(crate) use parse::{BytesCodec, DecodeStage};
 
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -85,6 +86,8 @@ pub struct IndexSpec {
     pub(crate) codecs: Arc<CodecChain>,
     pub(crate) location: IndexLocation,
     pub(crate) encoded_size: u64,
+    /// The decoded index's array shape: the inner chunks per shard, then 2.
+    pub(crate) shape: Vec<NonZeroU64>,
 }
 
 impl IndexSpec {
@@ -128,6 +131,10 @@ pub struct Layout {
     index: Option<IndexSpec>,
     key_encoding: ChunkKeyEncoding,
     plain_zstd: Option<ZstdSettings>,
+    decode_stages: Arc<[DecodeStage]>,
+    array_codecs: Arc<CodecChain>,
+    shard_grid: Grid,
+    chunk_grid: Grid,
 }
 
 impl Layout {
@@ -236,10 +243,14 @@ impl Layout {
         let inner_metadata = inner_codecs_metadata(&metadata);
         check_codec_limits(&inner_metadata, &chunk_shape, element_size)?;
         let plain_zstd = plain_zstd(&inner_metadata);
-        let chunk_shape_nz: Vec<NonZeroU64> = chunk_shape
-            .iter()
-            .map(|c| NonZeroU64::new(*c).expect("checked non-zero"))
-            .collect();
+        let (decode_stages, array_codecs) =
+            decode_stages(&inner_metadata, &inner_codecs, &chunk_shape, element_size)?;
+        let chunk_shape_nz = non_zero(&chunk_shape, "inner chunk shape")?;
+        // At most one cell per element (whose count fits in 64 bits, checked above).
+        let shard_grid = Grid::new(shape.clone(), shard_shape.clone())
+            .map_err(|e| LayoutError::Shape(e.to_string()))?;
+        let chunk_grid = Grid::new(shape.clone(), chunk_shape.clone())
+            .map_err(|e| LayoutError::Shape(e.to_string()))?;
         // Check that the inner chain accepts this data type (e.g. bytes without endian on
         // a multi-byte type is rejected here rather than at the first write).
         inner_codecs
@@ -265,12 +276,27 @@ impl Layout {
             index,
             key_encoding,
             plain_zstd,
+            decode_stages,
+            array_codecs,
+            shard_grid,
+            chunk_grid,
         })
     }
 
     /// The zstd settings when the inner chain is `bytes` (native) then `zstd` alone.
     pub(crate) fn plain_zstd(&self) -> Option<ZstdSettings> {
         self.plain_zstd
+    }
+
+    /// The inner chain's bytes-to-bytes codecs, in chain order, each with a bound on what
+    /// it may decode to (so a corrupt frame cannot make a decoder allocate what it claims).
+    pub(crate) fn decode_stages(&self) -> &[DecodeStage] {
+        &self.decode_stages
+    }
+
+    /// The inner chain without its bytes-to-bytes codecs (what runs after them on decode).
+    pub(crate) fn array_codecs(&self) -> &CodecChain {
+        &self.array_codecs
     }
 
     /// The Zarr v3 metadata this layout was read from.
@@ -382,13 +408,13 @@ impl Layout {
     /// The grid of shards over the array.
     #[must_use]
     pub fn shard_grid(&self) -> Grid {
-        Grid::new(self.shape.clone(), self.shard_shape.clone()).expect("validated shapes")
+        self.shard_grid.clone()
     }
 
     /// The grid of inner chunks over the whole array.
     #[must_use]
     pub fn chunk_grid(&self) -> Grid {
-        Grid::new(self.shape.clone(), self.chunk_shape.clone()).expect("validated shapes")
+        self.chunk_grid.clone()
     }
 
     /// A raw inner chunk (full shape) of the fill value.

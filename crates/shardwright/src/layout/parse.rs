@@ -15,6 +15,15 @@ use super::{
     IndexLocation, IndexSpec, LayoutError, ZstdSettings, MAX_CHUNKS_PER_SHARD, MAX_RAW_CHUNK_BYTES,
 };
 
+/// `extents` as non-zero numbers, or a shape error naming `what` they are.
+pub(super) fn non_zero(extents: &[u64], what: &str) -> Result<Vec<NonZeroU64>, LayoutError> {
+    extents
+        .iter()
+        .map(|&e| NonZeroU64::new(e))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| LayoutError::Shape(format!("{what} {extents:?} has a zero extent")))
+}
+
 pub(super) fn unsupported(what: impl Into<String>) -> LayoutError {
     LayoutError::Unsupported(what.into())
 }
@@ -161,11 +170,9 @@ pub(super) fn index_spec(
     chunks_per_shard: &[u64],
 ) -> Result<IndexSpec, LayoutError> {
     let codecs = codec_chain(&config.index_codecs, "index")?;
-    let mut index_shape: Vec<NonZeroU64> = chunks_per_shard
-        .iter()
-        .map(|c| NonZeroU64::new(*c).expect("non-zero"))
-        .collect();
-    index_shape.push(NonZeroU64::new(2).expect("2 > 0"));
+    let mut index_shape = non_zero(chunks_per_shard, "inner chunks per shard")?;
+    // one (offset, nbytes) pair per inner chunk
+    index_shape.push(NonZeroU64::MIN.saturating_add(1));
     let u64_type = zarrs::array::data_type::uint64();
     let representation = codecs
         .encoded_representation(&index_shape, &u64_type, &FillValue::from(u64::MAX))
@@ -183,6 +190,7 @@ pub(super) fn index_spec(
         codecs,
         location,
         encoded_size,
+        shape: index_shape,
     })
 }
 
@@ -211,4 +219,83 @@ pub(super) fn plain_zstd(codecs: &[MetadataV3]) -> Option<ZstdSettings> {
         Some(value) => value.as_bool()?,
     };
     Some(ZstdSettings { level, checksum })
+}
+
+/// A bytes-to-bytes codec of an inner chain, as the chunk decoder treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BytesCodec {
+    /// `zstd`: decoded by shardwright into a buffer of the stage's bound.
+    Zstd,
+    /// `blosc`: its header's claimed size is checked against the bound first.
+    Blosc,
+    /// `gzip`: its trailer's claimed size is checked against the bound first.
+    Gzip,
+    /// `crc32c`: strips and checks 4 bytes.
+    Crc32c,
+}
+
+/// One bytes-to-bytes codec of an inner chain and the most bytes it may decode to: the
+/// encoded size bound of everything before it in the chain.
+#[derive(Debug, Clone)]
+pub(crate) struct DecodeStage {
+    /// Which codec.
+    pub(crate) codec: BytesCodec,
+    /// What it decodes to (its input on encode).
+    pub(crate) decoded: BytesRepresentation,
+    /// The most bytes it may decode to.
+    pub(crate) bound: usize,
+}
+
+/// The bytes-to-bytes stages of an inner chain with their bounds, and the chain without
+/// them. The array-to-bytes codec is `bytes`, so the first stage decodes to exactly one raw
+/// chunk; each later stage to at most the encoded bound zarrs gives for the one before.
+pub(super) fn decode_stages(
+    metadata: &[MetadataV3],
+    chain: &CodecChain,
+    chunk_shape: &[u64],
+    element_size: usize,
+) -> Result<(Arc<[DecodeStage]>, Arc<CodecChain>), LayoutError> {
+    let kinds: Vec<BytesCodec> = metadata
+        .iter()
+        .filter_map(|c| match c.name() {
+            "zstd" => Some(BytesCodec::Zstd),
+            "blosc" => Some(BytesCodec::Blosc),
+            "gzip" => Some(BytesCodec::Gzip),
+            "crc32c" => Some(BytesCodec::Crc32c),
+            _ => None,
+        })
+        .collect();
+    let codecs = chain.bytes_to_bytes_codecs();
+    if kinds.len() != codecs.len() {
+        return Err(invalid(format!(
+            "inner codecs: {} bytes-to-bytes codecs named, {} built",
+            kinds.len(),
+            codecs.len()
+        )));
+    }
+    let raw = checked_product(element_size as u64, chunk_shape.iter().copied())
+        .ok_or_else(|| unsupported(format!("inner chunks of shape {chunk_shape:?}")))?;
+    let mut decoded = BytesRepresentation::FixedSize(raw);
+    let mut stages = Vec::with_capacity(kinds.len());
+    for (codec, stage) in kinds.into_iter().zip(codecs) {
+        let bound = decoded
+            .size()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                unsupported(format!("inner codecs with an unbounded size ({decoded})"))
+            })?;
+        let encoded = stage.encoded_representation(&decoded);
+        stages.push(DecodeStage {
+            codec,
+            decoded,
+            bound,
+        });
+        decoded = encoded;
+    }
+    let array_codecs = CodecChain::new(
+        chain.array_to_array_codecs().to_vec(),
+        chain.array_to_bytes_codec().clone(),
+        Vec::new(),
+    );
+    Ok((stages.into(), Arc::new(array_codecs)))
 }
