@@ -22,6 +22,7 @@ CI runs a bounded number of examples; ``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import shutil
@@ -343,6 +344,39 @@ class Model(SecondProcessRules, RuleBasedStateMachine):
     def shards_meeting(self, box: tuple[slice, ...]) -> set[tuple[int, ...]]:
         ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(box, self.geom.cell)]
         return set(itertools.product(*ranges))
+
+    @precondition(lambda self: self.held_writer is None and self.held_tx is None)
+    @rule(data=st.data())
+    def resize(self, data: Any) -> None:
+        """``a.resize(shape)`` (shrinking clears what falls outside) or ``a.append``."""
+        self.tick("resize")
+        cell, shape = self.geom.cell, self.a.shape
+        if data.draw(st.booleans()):
+            new = tuple(data.draw(st.integers(1, 3 * c)) for c in cell)
+            if np.prod(new) > mh.MAX_ELEMENTS:
+                new = tuple(min(n, c) for n, c in zip(new, cell))
+            self.a.resize(new)
+            model = np.full(new, self.geom.fill, self.dtype)
+            both = tuple(slice(0, min(n, m)) for n, m in zip(new, shape))
+            model[both] = self.model[both]
+        else:
+            axis = data.draw(st.integers(0, self.a.ndim - 1))
+            part = tuple(
+                data.draw(st.integers(1, cell[axis])) if d == axis else n
+                for d, n in enumerate(shape)
+            )
+            if np.prod(shape) + np.prod(part) > mh.MAX_ELEMENTS:
+                return
+            value, mvalue = self.value(data, part, ("array", "mixed", "list"))
+            assert self.a.append(value, axis=axis) == self.a.shape
+            model = np.concatenate([self.model, np.asarray(mvalue, self.dtype)], axis=axis)
+            new = model.shape
+        assert self.a.shape == new
+        self.geom = dataclasses.replace(self.geom, shape=new)
+        self.model = model
+        self.zarr_touched = {
+            i for i in self.zarr_touched if all(a < g for a, g in zip(i, self.geom.grid))
+        }
 
     @rule()
     def reopen(self) -> None:
