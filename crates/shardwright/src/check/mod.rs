@@ -65,6 +65,7 @@ use rayon::prelude::*;
 use crate::array::Array;
 use crate::domain::Domain;
 use crate::error::Result;
+use crate::store::StoreError;
 use examine::{decode_chunks, read_index, Geometry};
 
 /// What [`check`] does.
@@ -76,8 +77,9 @@ use examine::{decode_chunks, read_index, Geometry};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckOptions {
     /// Check the shard indexes only (length, checksum, byte ranges), reading only the
-    /// index of each shard; decode no chunk. A damaged shard found so is read whole (and
-    /// its chunks decoded) only to repair it.
+    /// index of each shard; decode no chunk. A shard whose index looks damaged is read
+    /// again whole, to confirm it on one consistent read (a live writer may have replaced
+    /// it between the size and the ranged get), and, to repair it, its chunks decoded.
     pub quick: bool,
     /// Rewrite each damaged shard keeping the chunks that still decode (see the
     /// [module docs](self)).
@@ -202,34 +204,47 @@ fn check_shard(
     let index = cell.index().unwrap_or_default();
     let key = array.shard_key(index);
     let mut out = Cell::default();
-    let (findings, len, full) = if options.quick {
+    if options.quick {
         let Some(len) = store.size(&key)? else {
             return Ok(out);
         };
         let index_bytes = if len < g.index_size {
-            Vec::new()
+            Some(Vec::new())
         } else {
-            // a shard deleted between the size and the get: missing, the fill value
-            let Some(bytes) = store.get_range(&key, g.index_range(len))? else {
+            match store.get_range(&key, g.index_range(len)) {
+                Ok(Some(bytes)) => Some(bytes),
+                Ok(None) => return Ok(out), // deleted since the size: missing, the fill value
+                Err(StoreError::Range { .. }) => None, // replaced by a shorter value
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if let Some(index_bytes) = index_bytes {
+            out.bytes_read = index_bytes.len() as u64;
+            let findings = read_index(g, index, &index_bytes, len);
+            if findings.problems.is_empty() {
+                out.stored = true;
+                out.chunks_checked = findings.chunks_stored();
                 return Ok(out);
-            };
-            bytes
-        };
-        out.bytes_read = index_bytes.len() as u64;
-        (read_index(g, index, &index_bytes, len), len, None)
-    } else {
-        let Some((bytes, version)) = store.get_versioned(&key)? else {
-            return Ok(out);
-        };
-        let len = bytes.len() as u64;
-        out.bytes_read = len;
-        let mut findings = read_index(g, index, index_slice(g, &bytes), len);
-        decode_chunks(g, index, &bytes, &mut findings);
-        (findings, len, Some((bytes, version)))
+            }
+        }
+        // Confirm on one read of the whole shard: a writer may have replaced it between
+        // the size and the ranged get (a false alarm), and a repair needs its version.
+    }
+    let Some((bytes, version)) = store.get_versioned(&key)? else {
+        return Ok(out); // deleted since the quick look: missing, the fill value
     };
+    let len = bytes.len() as u64;
+    out.bytes_read += len;
     out.stored = true;
+    let mut findings = read_index(g, index, index_slice(g, &bytes), len);
     out.chunks_checked = findings.chunks_stored();
-    out.chunks_decoded = findings.decoded;
+    if options.quick && findings.problems.is_empty() {
+        return Ok(out);
+    }
+    if !options.quick || options.repair {
+        decode_chunks(g, index, &bytes, &mut findings);
+        out.chunks_decoded = findings.decoded;
+    }
     if findings.problems.is_empty() {
         return Ok(out);
     }
@@ -241,32 +256,9 @@ fn check_shard(
         findings.unreadable,
     );
     if options.repair {
-        report.repair = Some(match full {
-            Some((bytes, version)) => {
-                repair::rewrite_shard(store, g, &key, cell, &bytes, &version, &findings)
-            }
-            None => {
-                // quick: read the whole shard, with its version, and decode it to repair it
-                match store.get_versioned(&key)? {
-                    None => Repair::Skipped,
-                    Some((bytes, version)) => {
-                        out.bytes_read += bytes.len() as u64;
-                        let len = bytes.len() as u64;
-                        let mut now = read_index(g, index, index_slice(g, &bytes), len);
-                        decode_chunks(g, index, &bytes, &mut now);
-                        out.chunks_decoded += now.decoded;
-                        if now.problems.is_empty() {
-                            Repair::Skipped // rewritten by someone else since it was checked
-                        } else {
-                            report.problems.clone_from(&now.problems);
-                            report.index_unreadable = now.unreadable;
-                            report.size = len;
-                            repair::rewrite_shard(store, g, &key, cell, &bytes, &version, &now)
-                        }
-                    }
-                }
-            }
-        });
+        report.repair = Some(repair::rewrite_shard(
+            store, g, &key, cell, &bytes, &version, &findings,
+        ));
     }
     out.damaged = Some(report);
     Ok(out)
