@@ -53,9 +53,14 @@ class Backend:
         """Path or URL and storage options, for the worker process."""
         raise NotImplementedError
 
+    def sizes(self) -> dict[str, int] | None:
+        """Every stored key (temporaries excluded) and its size (``None``: cannot tell)."""
+        return None
+
     def shard_present(self, key: str) -> bool | None:
         """Whether ``key`` is stored (``None``: cannot tell)."""
-        return None
+        sizes = self.sizes()
+        return None if sizes is None else key in sizes
 
     def debris(self) -> list[str]:
         """Temporary files or unfinished uploads left behind."""
@@ -89,8 +94,14 @@ class LocalBackend(Backend):
     def target(self) -> tuple[str, dict[str, str] | None]:
         return str(self.root), None
 
-    def shard_present(self, key: str) -> bool:
-        return (self.root / key).is_file()
+    def sizes(self) -> dict[str, int]:
+        out = {}
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                if not name.endswith(".shardwright-tmp"):
+                    path = Path(folder) / name
+                    out[str(path.relative_to(self.root))] = path.stat().st_size
+        return out
 
     def debris(self) -> list[str]:
         return [str(p) for p in self.root.rglob("*") if p.name.endswith(".shardwright-tmp")]
@@ -154,8 +165,10 @@ class ZarrMemoryBackend(Backend):
     def target(self) -> tuple[str, dict[str, str] | None]:
         raise AssertionError("in-process only")
 
-    def shard_present(self, key: str) -> bool:
-        return f"a/{key}" in self.store._store_dict
+    def sizes(self) -> dict[str, int]:
+        return {
+            k[2:]: len(v.to_bytes()) for k, v in self.store._store_dict.items() if k[:2] == "a/"
+        }
 
     def digest(self) -> dict[str, str]:
         return {
@@ -196,16 +209,16 @@ class S3Backend(Backend):
     def target(self) -> tuple[str, dict[str, str] | None]:
         return self.url, self.options
 
-    def _objects(self) -> dict[str, str]:
+    def _objects(self, field: str = "ETag") -> dict[str, Any]:
         out = {}
         paginator = self.client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + "/"):
             for item in page.get("Contents", []):
-                out[item["Key"][len(self.prefix) + 1 :]] = item["ETag"]
+                out[item["Key"][len(self.prefix) + 1 :]] = item[field]
         return out
 
-    def shard_present(self, key: str) -> bool:
-        return key in self._objects()
+    def sizes(self) -> dict[str, int]:
+        return self._objects("Size")
 
     def debris(self) -> list[str]:
         answer = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=self.prefix)

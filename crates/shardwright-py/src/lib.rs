@@ -8,6 +8,7 @@
 mod array;
 mod check;
 mod errors;
+mod faults;
 mod grid;
 mod pyramid;
 mod pystore;
@@ -24,6 +25,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::PyPendingCommit>()?;
     m.add_class::<grid::PyGridIter>()?;
     m.add_class::<txn::PyTransaction>()?;
+    m.add_class::<faults::PyFaultyStore>()?;
     m.add_class::<pyramid::PySource>()?;
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
