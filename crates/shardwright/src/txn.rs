@@ -24,12 +24,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::array::Array;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::writer::{CommitStats, ShardWriter, WriterOptions};
+use crate::writer::{CommitStats, Meter, ShardWriter, WriterOptions};
 
 /// Options of a [`Transaction`].
 ///
@@ -92,6 +92,10 @@ pub struct Transaction {
     array: Array,
     options: TransactionOptions,
     state: Mutex<State>,
+    /// The bytes the writers in `state` hold, kept up to date by the writers themselves
+    /// as they change (writes, encodes finishing, commits, drops), so the memory limit is
+    /// checked in O(1) per write however many shards are touched.
+    meter: Arc<Meter>,
 }
 
 impl Transaction {
@@ -106,6 +110,7 @@ impl Transaction {
             array,
             options,
             state: Mutex::new(State::default()),
+            meter: Arc::new(Meter::default()),
         }
     }
 
@@ -180,6 +185,7 @@ impl Transaction {
                 .to_vec();
             if !state.writers.contains_key(&index) {
                 let writer = self.array.shard_writer(&shard)?;
+                writer.attach(&self.meter);
                 state.writers.insert(index.clone(), writer);
             }
             let writer = &state.writers[&index];
@@ -206,12 +212,7 @@ impl Transaction {
         let Some(limit) = self.options.memory_limit else {
             return Ok(());
         };
-        let staged: u64 = extra
-            + state
-                .writers
-                .values()
-                .map(|w| w.staged_memory() as u64)
-                .sum::<u64>();
+        let staged = extra + self.meter.total();
         if staged > limit {
             let err = Error::TooLarge {
                 needed: staged,
@@ -226,11 +227,7 @@ impl Transaction {
     /// The bytes staged now: encoded chunks, raw chunks in flight, partly written chunks.
     #[must_use]
     pub fn staged_memory(&self) -> u64 {
-        self.lock()
-            .writers
-            .values()
-            .map(|w| w.staged_memory() as u64)
-            .sum()
+        self.meter.total()
     }
 
     /// Read `region`: the stored data with the staged data on top.
@@ -303,6 +300,7 @@ impl Transaction {
         match state.writers.get(&index) {
             Some(existing) => existing.absorb(writer)?,
             None => {
+                writer.attach(&self.meter);
                 state.writers.insert(index.clone(), writer);
             }
         }
@@ -369,4 +367,108 @@ impl Transaction {
 
     /// Drop every staged write; nothing more is stored.
     pub fn abort(self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ArraySpec, MemoryStore};
+
+    /// The meter against the sum it replaces, once every encode is placed.
+    fn recomputed(tx: &Transaction) -> (u64, u64) {
+        let state = tx.lock();
+        for writer in state.writers.values() {
+            writer.wait_placed();
+        }
+        let sum = state
+            .writers
+            .values()
+            .map(|w| w.staged_memory() as u64)
+            .sum();
+        (tx.meter.total(), sum)
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+        fn region(&mut self, size: u64) -> Domain {
+            let (y, x) = (self.below(size), self.below(size));
+            let (h, w) = (1 + self.below(size - y), 1 + self.below(size - x));
+            Domain::new(vec![y, x], vec![h.min(24), w.min(24)])
+        }
+    }
+
+    #[test]
+    fn the_staged_total_stays_exact_across_writes_commits_and_aborts() {
+        let spec = ArraySpec::new(vec![64, 64], "uint16", vec![8, 8]).shards(vec![16, 16]);
+        let array = Array::create(Arc::new(MemoryStore::new()), "", &spec).unwrap();
+        for early in [false, true] {
+            let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ u64::from(early));
+            let options = TransactionOptions::default()
+                .memory_limit(u64::MAX)
+                .early_commit(early);
+            let tx = Transaction::new(array.clone(), options);
+            for step in 0..200 {
+                let region = rng.region(64);
+                let data: Vec<u8> = (0..region.size() * 2)
+                    .map(|i| (i * 7 + step) as u8)
+                    .collect();
+                match rng.below(4) {
+                    0 => tx.write_value(&region, &[step as u8, 1]).unwrap(),
+                    1 => {
+                        // A separate writer absorbed (into a touched shard or a new one).
+                        let shard = array.shards_meeting(&region).next().unwrap();
+                        let piece = shard.intersect(&region).unwrap();
+                        let w = tx.shard_writer(&shard).unwrap();
+                        let bytes: Vec<u8> = vec![step as u8; piece.size() as usize * 2];
+                        w.write_region(&piece, &bytes).unwrap();
+                        tx.absorb(w).unwrap();
+                    }
+                    2 => {
+                        // A separate writer dropped (aborted) without being absorbed.
+                        let w = tx
+                            .shard_writer(&array.shards_meeting(&region).next().unwrap())
+                            .unwrap();
+                        let chunk = w.inner_chunks().next().unwrap();
+                        w.write_chunk(&chunk, &vec![3; chunk.size() as usize * 2])
+                            .unwrap();
+                        drop(w);
+                    }
+                    _ => tx.write(&region, &data).unwrap(),
+                }
+                let (meter, sum) = recomputed(&tx);
+                assert_eq!(meter, sum, "step {step} (early commit {early})");
+            }
+            // Whole shards written at once: committed early when asked, leaving the total.
+            tx.write(&array.bounds(), &vec![5; 64 * 64 * 2]).unwrap();
+            let (meter, sum) = recomputed(&tx);
+            assert_eq!(meter, sum);
+            if early {
+                assert_eq!(meter, 0);
+            }
+            // Concurrent writers of one transaction.
+            std::thread::scope(|scope| {
+                for t in 0..4u64 {
+                    let tx = &tx;
+                    scope.spawn(move || {
+                        let mut rng = Rng(0x9E37_79B9 + t);
+                        for _ in 0..50 {
+                            let region = rng.region(64);
+                            tx.write(&region, &vec![t as u8; region.size() as usize * 2])
+                                .unwrap();
+                        }
+                    });
+                }
+            });
+            let (meter, sum) = recomputed(&tx);
+            assert_eq!(meter, sum);
+            tx.commit().unwrap();
+        }
+    }
 }

@@ -46,6 +46,7 @@
 
 mod buffers;
 mod commit;
+mod meter;
 mod options;
 mod partial;
 mod pending;
@@ -54,6 +55,7 @@ mod slots;
 mod spill;
 
 pub use commit::CommitStats;
+pub(crate) use meter::Meter;
 pub use options::{WriterOptions, DEFAULT_RETRIES};
 pub use pending::PendingCommit;
 
@@ -65,6 +67,7 @@ use crate::domain::{Domain, Grid, GridCells};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::store::Store;
+use meter::Share;
 use partial::PartialChunk;
 use slots::SlotTable;
 
@@ -78,18 +81,51 @@ pub struct ShardWriter {
     chunk_grid: Grid,
     slots: Arc<SlotTable>,
     partials: Mutex<BTreeMap<usize, PartialChunk>>,
+    /// The bytes held (slots and partly written chunks), counted as they change.
+    share: Arc<Share>,
     options: WriterOptions,
     /// Drops the upload of a writer dropped without committing.
     _abort: AbortOnDrop,
 }
 
-/// Aborts the slot table's upload when the writer goes (a no-op after a commit took it).
+/// Aborts the slot table's upload when the writer goes (a no-op after a commit took it),
+/// and takes the writer's bytes out of the meter it was counted into.
 #[derive(Debug)]
-struct AbortOnDrop(Arc<SlotTable>);
+struct AbortOnDrop(Arc<SlotTable>, Arc<Share>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+        self.1.detach();
+    }
+}
+
+/// The partly written chunks of a writer, locked; when unlocked, the change in their
+/// number is counted in the writer's [`Share`] (every one holds as many bytes).
+pub(crate) struct Partials<'a> {
+    map: MutexGuard<'a, BTreeMap<usize, PartialChunk>>,
+    before: usize,
+    each: usize,
+    share: &'a Share,
+}
+
+impl std::ops::Deref for Partials<'_> {
+    type Target = BTreeMap<usize, PartialChunk>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Partials<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
+
+impl Drop for Partials<'_> {
+    fn drop(&mut self) {
+        self.share
+            .change(self.before * self.each, self.map.len() * self.each);
     }
 }
 
@@ -113,10 +149,12 @@ impl ShardWriter {
                 .index()
                 .is_some_and(|i| i.location() == crate::layout::IndexLocation::End);
         let sink = streams.then(|| spill::Sink::new(Arc::clone(&store), key.clone()));
+        let share = Arc::new(Share::default());
         let slots = SlotTable::new(
             layout.slots_per_shard(),
             options.max_in_flight_or_default(),
             sink,
+            Arc::clone(&share),
         );
         Ok(Self {
             chunk_grid: layout.chunk_grid(),
@@ -124,9 +162,10 @@ impl ShardWriter {
             store,
             key,
             shard,
-            _abort: AbortOnDrop(Arc::clone(&slots)),
+            _abort: AbortOnDrop(Arc::clone(&slots), Arc::clone(&share)),
             slots,
             partials: Mutex::new(BTreeMap::new()),
+            share,
             options: options.clone(),
         })
     }
@@ -201,8 +240,21 @@ impl ShardWriter {
         self.partials().is_empty() && self.slots.written() == self.inner_chunks().len()
     }
 
-    fn partials(&self) -> MutexGuard<'_, BTreeMap<usize, PartialChunk>> {
-        self.partials.lock().unwrap_or_else(PoisonError::into_inner)
+    fn partials(&self) -> Partials<'_> {
+        let map = self.partials.lock().unwrap_or_else(PoisonError::into_inner);
+        Partials {
+            before: map.len(),
+            map,
+            each: PartialChunk::memory_for(&self.layout),
+            share: &self.share,
+        }
+    }
+
+    /// Count this writer's bytes (see [`staged_memory`](Self::staged_memory), streamed
+    /// chunks on their way to storage aside) into `meter`, as they change, until it is
+    /// committed or dropped.
+    pub(crate) fn attach(&self, meter: &Arc<Meter>) {
+        self.share.attach(meter);
     }
 
     fn submit(&self, slot: usize, raw: Vec<u8>) -> Result<()> {

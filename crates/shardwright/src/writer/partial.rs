@@ -53,6 +53,11 @@ impl PartialChunk {
         Ok(partial)
     }
 
+    /// The bytes any partly written chunk of `layout` holds in memory (all hold as much).
+    pub(crate) fn memory_for(layout: &Layout) -> usize {
+        layout.raw_chunk_bytes() + layout.chunk_elements().div_ceil(64) as usize * 8
+    }
+
     /// The bytes this chunk holds in memory.
     pub(crate) fn memory(&self) -> usize {
         self.raw.len() + self.covered.len() * 8

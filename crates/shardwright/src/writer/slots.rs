@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rayon::ThreadPool;
 
+use super::meter::Share;
 use super::spill::{Encoded, Sink, SpillQueue};
 use crate::buffer;
 use crate::error::{panic_message, Result};
@@ -74,6 +75,8 @@ struct Table {
     spill: Option<SpillQueue>,
     /// Spilled bytes no slot points to any more.
     dead: u64,
+    /// Where changes of `encoded_bytes` and `raw_in_flight` are counted too.
+    share: Arc<Share>,
 }
 
 impl Table {
@@ -83,12 +86,16 @@ impl Table {
         let is_written = !matches!(state, Slot::Unwritten);
         self.written = self.written + usize::from(is_written) - usize::from(was_written);
         match &self.slots[slot] {
-            Slot::Encoded(old) => self.encoded_bytes -= old.len(),
+            Slot::Encoded(old) => {
+                self.encoded_bytes -= old.len();
+                self.share.sub(old.len());
+            }
             Slot::Spilled { len, .. } => self.dead += len,
             _ => {}
         }
         if let Slot::Encoded(new) = &state {
             self.encoded_bytes += new.len();
+            self.share.add(new.len());
         }
         self.slots[slot] = state;
     }
@@ -106,7 +113,13 @@ pub(crate) struct SlotTable {
 
 impl SlotTable {
     /// A table of `slots` empty slots; with `sink`, encoded chunks are streamed to it.
-    pub(crate) fn new(slots: usize, max_in_flight: usize, sink: Option<Sink>) -> Arc<Self> {
+    /// The bytes of encoded chunks held and raw chunks in flight are counted in `share`.
+    pub(crate) fn new(
+        slots: usize,
+        max_in_flight: usize,
+        sink: Option<Sink>,
+        share: Arc<Share>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             table: Mutex::new(Table {
                 slots: (0..slots).map(|_| Slot::Unwritten).collect(),
@@ -118,6 +131,7 @@ impl SlotTable {
                 written: 0,
                 spill: sink.as_ref().map(|_| SpillQueue::new(1)),
                 dead: 0,
+                share,
             }),
             changed: Condvar::new(),
             max_in_flight: max_in_flight.max(1),
@@ -185,6 +199,7 @@ impl SlotTable {
         table.generation += 1;
         table.in_flight += 1;
         table.raw_in_flight += raw_len;
+        table.share.add(raw_len);
         let generation = table.generation;
         table.set(slot, Slot::Pending(generation));
         Ok(generation)
@@ -214,6 +229,7 @@ impl SlotTable {
             this.recycle(raw);
             let mut table = this.lock();
             table.raw_in_flight -= raw_len;
+            table.share.sub(raw_len);
             let outcome = match result {
                 Ok(Some(bytes)) => Encoded::Bytes(bytes),
                 Ok(None) => Encoded::Empty,
