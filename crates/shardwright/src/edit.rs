@@ -118,10 +118,10 @@ impl Array {
             ))));
         }
         self.rewrite_metadata(|metadata| {
-            let stored = self.with_layout(Layout::from_json(&to_json(metadata))?);
+            let stored = self.with_layout(Layout::from_json(&to_json(metadata)?)?);
             let mut resized = metadata.clone();
             resized.insert("shape".into(), serde_json::json!(shape));
-            Layout::from_json(&to_json(&resized))?; // checked before anything is cleared
+            Layout::from_json(&to_json(&resized)?)?; // checked before anything is cleared
             stored.clear_outside(&shape)?; // against the stored shape, not this handle's
             *metadata = resized;
             Ok(())
@@ -141,10 +141,9 @@ impl Array {
         let mut seen = std::collections::HashSet::new();
         for slab in outside_of(&old, &inside) {
             for shard in self.shards_meeting(&slab) {
-                let index = shard
-                    .index()
-                    .expect("grid cells carry their index")
-                    .to_vec();
+                let Some(index) = shard.index().map(<[u64]>::to_vec) else {
+                    return Err(Error::Internal(format!("shard {shard} has no grid index")));
+                };
                 if !seen.insert(index.clone()) {
                     continue;
                 }
@@ -187,7 +186,7 @@ impl Array {
         for _ in 0..ATTEMPTS {
             let (mut metadata, version) = self.stored_metadata(&key)?;
             change(&mut metadata)?;
-            let text = to_json(&metadata);
+            let text = to_json(&metadata)?;
             let layout = Layout::from_json(&text)?;
             match self.store().put_if(&key, &[&text], Some(&version)) {
                 Ok(()) => return Ok(self.with_layout(layout)),
@@ -203,8 +202,12 @@ impl Array {
 }
 
 /// The text of a `zarr.json`.
-fn to_json(metadata: &Map<String, Value>) -> Vec<u8> {
-    serde_json::to_vec_pretty(metadata).expect("JSON values serialize")
+fn to_json(metadata: &Map<String, Value>) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(metadata).map_err(|e| {
+        Error::Layout(crate::layout::LayoutError::Invalid(format!(
+            "metadata does not serialize: {e}"
+        )))
+    })
 }
 
 /// `region` less `inside` (a box inside it), as disjoint boxes: per axis, the slabs past
@@ -213,18 +216,25 @@ fn outside_of(region: &Domain, inside: &Domain) -> Vec<Domain> {
     let mut out = Vec::new();
     let mut origin = region.origin().to_vec();
     let mut shape = region.shape().to_vec();
-    for d in 0..region.ndim() {
-        let stop = inside.origin()[d] + inside.shape()[d];
-        let region_stop = region.origin()[d] + region.shape()[d];
+    let stops = region.stop().into_iter().zip(inside.stop());
+    let starts = inside.origin().iter().zip(inside.shape());
+    for (d, ((region_stop, stop), (&start, &extent))) in stops.zip(starts).enumerate() {
         if stop < region_stop {
             let mut o = origin.clone();
             let mut s = shape.clone();
-            o[d] = stop;
-            s[d] = region_stop - stop;
-            out.push(Domain::new(o, s));
+            if let (Some(od), Some(sd)) = (o.get_mut(d), s.get_mut(d)) {
+                *od = stop;
+                *sd = region_stop - stop;
+            }
+            // inside `region`, which is a valid box
+            if let Ok(slab) = Domain::try_new(o, s) {
+                out.push(slab);
+            }
         }
-        origin[d] = inside.origin()[d];
-        shape[d] = inside.shape()[d];
+        if let (Some(od), Some(sd)) = (origin.get_mut(d), shape.get_mut(d)) {
+            *od = start;
+            *sd = extent;
+        }
     }
     out
 }

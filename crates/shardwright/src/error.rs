@@ -71,6 +71,9 @@ pub enum Error {
         /// Attempts made (1 + retries).
         attempts: u32,
     },
+    /// A broken internal invariant (a bug in shardwright, reported rather than a panic).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// A staged write would take a transaction past its memory limit.
     #[error("transaction too large: staging {needed} bytes would exceed the memory limit of {limit} bytes")]
     TooLarge {

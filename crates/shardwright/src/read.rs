@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use crate::buffer;
 use crate::domain::copy::copy_block;
 use crate::domain::Domain;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{chunk, shard};
 use crate::layout::Layout;
 use crate::store::{join, Store};
@@ -58,7 +58,7 @@ pub fn read_region(
             .into_iter()
             .flat_map(|(pieces, _)| pieces)
             .collect();
-        place_pieces(&pieces, &mut out, region, elem);
+        place_pieces(&pieces, &mut out, region, elem)?;
     }
     Ok(out)
 }
@@ -73,8 +73,7 @@ fn read_in_shard(
     region: &Domain,
 ) -> Result<(Vec<Piece>, u64)> {
     let elem = layout.element_size();
-    let index = shard_domain.index().expect("grid cells carry their index");
-    let key = join(path, &layout.shard_key(index));
+    let key = join(path, &layout.shard_key(grid_index(shard_domain)?));
     let Some(stored) = store.get(&key)? else {
         return Ok((Vec::new(), 0));
     };
@@ -83,18 +82,19 @@ fn read_in_shard(
     } else {
         vec![Some(0..stored.len())]
     };
-    let within = shard_domain.intersect(region).expect("shard meets region");
+    let within = meet(shard_domain, region)?;
     let mut pieces = Vec::new();
     for chunk_domain in layout.chunk_grid().cells_meeting(&within) {
-        let chunk_index = chunk_domain.index().expect("grid cells carry their index");
-        let Some(range) = ranges[layout.slot_in_shard(chunk_index)].clone() else {
+        let Some(range) = slot_range(&ranges, layout, &chunk_domain, &key)? else {
             continue;
         };
-        let piece = chunk_domain.intersect(&within).expect("chunk meets region");
-        let raw = chunk::decode(layout, &stored[range]).map_err(|e| e.in_shard(&key))?;
-        let at = piece
-            .relative_to(&chunk_domain)
-            .expect("piece inside chunk");
+        let piece = meet(&chunk_domain, &within)?;
+        let encoded = stored.get(range).ok_or_else(|| {
+            crate::format::FormatError::Corrupt("a chunk range outside the shard".into())
+                .in_shard(&key)
+        })?;
+        let raw = chunk::decode(layout, encoded).map_err(|e| e.in_shard(&key))?;
+        let at = inside(&piece, &chunk_domain)?;
         let mut bytes = buffer::zeroed(buffer::size_of(piece.size(), elem)?)?;
         let zero = vec![0; piece.ndim()];
         copy_block(
@@ -218,7 +218,7 @@ pub fn read_region_cached(
     let mut out = buffer::filled(region.size(), layout.fill_value_bytes())?;
     let mut fetched = 0;
     for shard_domain in layout.shard_grid().cells_meeting(region) {
-        let within = shard_domain.intersect(region).expect("shard meets region");
+        let within = meet(&shard_domain, region)?;
         if layout.is_sharded() && within.size() < shard_domain.size() {
             let target = Target {
                 out: &mut out,
@@ -238,15 +238,59 @@ pub fn read_region_cached(
         }
         let (pieces, stored) = read_in_shard(store, layout, path, &shard_domain, region)?;
         fetched += stored;
-        place_pieces(&pieces, &mut out, region, elem);
+        place_pieces(&pieces, &mut out, region, elem)?;
     }
     Ok((out, fetched))
 }
 
+/// The grid index a cell handed out by a grid carries.
+fn grid_index(cell: &Domain) -> Result<&[u64]> {
+    cell.index()
+        .ok_or_else(|| Error::Internal(format!("grid cell {cell} has no index")))
+}
+
+/// The part of `a` in `b`, which meet (cells are handed out for the regions they meet).
+fn meet(a: &Domain, b: &Domain) -> Result<Domain> {
+    a.intersect(b)
+        .ok_or_else(|| Error::Internal(format!("{a} does not meet {b}")))
+}
+
+/// `piece` relative to `base`, which holds it.
+fn inside(piece: &Domain, base: &Domain) -> Result<Domain> {
+    piece
+        .relative_to(base)
+        .ok_or_else(|| Error::Internal(format!("{piece} is not inside {base}")))
+}
+
+/// The stored byte range of the inner chunk `chunk_domain` (`None`: not stored), from the
+/// ranges of its shard's slots.
+fn slot_range<T: Clone>(
+    ranges: &[Option<std::ops::Range<T>>],
+    layout: &Layout,
+    chunk_domain: &Domain,
+    key: &str,
+) -> Result<Option<std::ops::Range<T>>> {
+    let slot = layout.slot_in_shard(grid_index(chunk_domain)?);
+    match ranges.get(slot) {
+        Some(range) => Ok(range.clone()),
+        None => Err(crate::format::FormatError::Corrupt(format!(
+            "index of {} entries has no slot {slot}",
+            ranges.len()
+        ))
+        .in_shard(key)
+        .into()),
+    }
+}
+
 /// Copy each decoded `(piece, bytes)` into `out`, the result buffer of `region`.
-fn place_pieces(pieces: &[(Domain, Vec<u8>)], out: &mut [u8], region: &Domain, elem: usize) {
+fn place_pieces(
+    pieces: &[(Domain, Vec<u8>)],
+    out: &mut [u8],
+    region: &Domain,
+    elem: usize,
+) -> Result<()> {
     for (piece, bytes) in pieces {
-        let at = piece.relative_to(region).expect("piece inside region");
+        let at = inside(piece, region)?;
         let zero = vec![0; piece.ndim()];
         copy_block(
             bytes,
@@ -259,6 +303,7 @@ fn place_pieces(pieces: &[(Domain, Vec<u8>)], out: &mut [u8], region: &Domain, e
             elem,
         );
     }
+    Ok(())
 }
 
 /// Where ranged reads land: the result buffer of `region`.
@@ -281,8 +326,7 @@ fn read_ranged(
     target: Target<'_>,
     fetched: &mut u64,
 ) -> Result<()> {
-    let index = shard_domain.index().expect("grid cells carry their index");
-    let key = join(path, &layout.shard_key(index));
+    let key = join(path, &layout.shard_key(grid_index(shard_domain)?));
     let ranges = match cache.get(&key) {
         Some(ranges) => ranges,
         None => {
@@ -296,22 +340,17 @@ fn read_ranged(
     };
     let elem = layout.element_size();
     for chunk_domain in layout.chunk_grid().cells_meeting(within) {
-        let chunk_index = chunk_domain.index().expect("grid cells carry their index");
-        let Some(range) = ranges[layout.slot_in_shard(chunk_index)].clone() else {
+        let Some(range) = slot_range(&ranges, layout, &chunk_domain, &key)? else {
             continue;
         };
         let Some(encoded) = store.get_range(&key, range)? else {
             continue;
         };
         *fetched += encoded.len() as u64;
-        let piece = chunk_domain.intersect(within).expect("chunk meets region");
+        let piece = meet(&chunk_domain, within)?;
         let raw = chunk::decode(layout, &encoded).map_err(|e| e.in_shard(&key))?;
-        let from = piece
-            .relative_to(&chunk_domain)
-            .expect("piece inside chunk");
-        let to = piece
-            .relative_to(target.region)
-            .expect("piece inside region");
+        let from = inside(&piece, &chunk_domain)?;
+        let to = inside(&piece, target.region)?;
         copy_block(
             &raw,
             layout.chunk_shape(),
@@ -334,7 +373,9 @@ fn read_index(
     key: &str,
     fetched: &mut u64,
 ) -> Result<Option<Vec<Option<std::ops::Range<u64>>>>> {
-    let spec = layout.index().expect("a sharded layout");
+    let spec = layout
+        .index()
+        .ok_or(crate::format::FormatError::NotSharded)?;
     let Some(len) = store.size(key)? else {
         return Ok(None);
     };

@@ -36,7 +36,7 @@ pub fn copy_block(
         src_shape.iter().product::<u64>() * elem_size as u64
     );
     if block.is_empty() {
-        dst[..elem_size].copy_from_slice(&src[..elem_size]);
+        copy_run(dst, 0, src, 0, elem_size);
         return;
     }
     for_each_run(
@@ -45,8 +45,19 @@ pub fn copy_block(
         block,
         elem_size,
         dst.len(),
-        |[s, t], run| dst[t..t + run].copy_from_slice(&src[s..s + run]),
+        |[s, t], run| copy_run(dst, t, src, s, run),
     );
+}
+
+/// Copy `len` bytes from `src[s..]` to `dst[t..]`; the callers' checks keep both inside
+/// their buffers (an empty copy otherwise, never a panic).
+#[inline]
+fn copy_run(dst: &mut [u8], t: usize, src: &[u8], s: usize, len: usize) {
+    let to = dst.get_mut(t..t.saturating_add(len));
+    let from = src.get(s..s.saturating_add(len));
+    if let (Some(to), Some(from)) = (to, from) {
+        to.copy_from_slice(from);
+    }
 }
 
 /// Call `run([offset in each buffer], bytes)` for each contiguous run of a block of `block`
@@ -68,8 +79,11 @@ fn for_each_run<const N: usize>(
     let rank = block.len();
     for (shape, origin) in shapes.iter().zip(&origins) {
         assert!(shape.len() == rank && origin.len() == rank);
-        for d in 0..rank {
-            assert!(origin[d] + block[d] <= shape[d], "block outside a buffer");
+        for ((o, b), s) in origin.iter().zip(block).zip(*shape) {
+            assert!(
+                o.checked_add(*b).is_some_and(|end| end <= *s),
+                "block outside a buffer"
+            );
         }
     }
     if let Some(shape) = shapes.last() {
@@ -83,20 +97,27 @@ fn for_each_run<const N: usize>(
     }
     // Merge trailing dimensions that the block covers whole in every buffer.
     let mut split = rank - 1;
-    while split > 0 && shapes.iter().all(|shape| block[split] == shape[split]) {
+    while split > 0
+        && shapes
+            .iter()
+            .all(|shape| block.get(split) == shape.get(split))
+    {
         split -= 1;
     }
-    let bytes = block[split..].iter().product::<u64>() as usize * elem_size;
+    let (outer, inner) = block.split_at_checked(split).unwrap_or((block, &[]));
+    let bytes = inner.iter().product::<u64>() as usize * elem_size;
     let strides = shapes.map(|shape| strides(shape, elem_size));
-    let outer = &block[..split];
     let mut counter = vec![0u64; split];
     loop {
         let mut offsets = [0usize; N];
-        for (k, offset) in offsets.iter_mut().enumerate() {
-            for d in 0..rank {
-                let i = if d < split { counter[d] } else { 0 };
-                *offset += ((origins[k][d] + i) as usize) * strides[k][d];
-            }
+        for ((offset, origin), strides) in offsets.iter_mut().zip(&origins).zip(&strides) {
+            // `counter` covers the outer dimensions; the inner ones start at the origin.
+            *offset = origin
+                .iter()
+                .zip(strides)
+                .enumerate()
+                .map(|(d, (o, s))| (o + counter.get(d).copied().unwrap_or(0)) as usize * s)
+                .sum();
         }
         run(offsets, bytes);
         if !increment(&mut counter, outer) {
@@ -125,7 +146,7 @@ pub fn fill_block(
     value: &[u8],
 ) {
     if block.is_empty() {
-        dst[..value.len()].copy_from_slice(value);
+        copy_run(dst, 0, value, 0, value.len());
         return;
     }
     for_each_run(
@@ -134,7 +155,11 @@ pub fn fill_block(
         block,
         value.len(),
         dst.len(),
-        |[t], run| fill(&mut dst[t..t + run], value),
+        |[t], run| {
+            if let Some(dst) = dst.get_mut(t..t.saturating_add(run)) {
+                fill(dst, value);
+            }
+        },
     );
 }
 
@@ -146,8 +171,10 @@ pub fn fill_block(
 /// assert_eq!(dst, vec![7, 1, 7, 1, 7, 1]);
 /// ```
 pub fn fill(dst: &mut [u8], value: &[u8]) {
-    if value.iter().all(|b| *b == value[0]) {
-        dst.fill(value.first().copied().unwrap_or(0));
+    if let Some(&first) = value.first().filter(|&&v| value.iter().all(|b| *b == v)) {
+        dst.fill(first);
+    } else if value.is_empty() {
+        dst.fill(0);
     } else {
         for element in dst.chunks_exact_mut(value.len()) {
             element.copy_from_slice(value);
@@ -166,8 +193,7 @@ pub fn all_equal(data: &[u8], value: &[u8]) -> bool {
     if value.is_empty() || !data.len().is_multiple_of(value.len()) {
         return false;
     }
-    if value.iter().all(|b| *b == value[0]) {
-        let v = value[0];
+    if let Some(&v) = value.first().filter(|&&v| value.iter().all(|b| *b == v)) {
         // Word-at-a-time comparison: this runs on every chunk written.
         let (head, words, tail) = unsafe { data.align_to::<u64>() };
         let word = u64::from_ne_bytes([v; 8]);
@@ -196,6 +222,9 @@ pub fn all_equal(data: &[u8], value: &[u8]) -> bool {
 /// unsafe { gather_strided(src.as_ptr(), &[2, 3], &[1, 2], 1, &mut dst) };
 /// assert_eq!(dst, vec![0, 2, 4, 1, 3, 5]);
 /// ```
+// `shape` and `strides` have one length (asserted first) and `rank > 0` where they are
+// indexed by `rank - 1` or `split <= rank - 1`; a hot copy loop over raw pointers.
+#[allow(clippy::indexing_slicing)]
 pub unsafe fn gather_strided(
     base: *const u8,
     shape: &[u64],
@@ -262,21 +291,23 @@ pub unsafe fn gather_strided(
 
 /// C-order byte strides of an array of `shape`.
 fn strides(shape: &[u64], elem_size: usize) -> Vec<usize> {
-    let mut strides = vec![elem_size; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1] as usize;
+    let mut strides = vec![0; shape.len()];
+    let mut stride = elem_size;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = stride;
+        stride = stride.saturating_mul(n as usize);
     }
     strides
 }
 
 /// Advance an odometer over `extent`; false when it wraps around.
 fn increment(counter: &mut [u64], extent: &[u64]) -> bool {
-    for d in (0..counter.len()).rev() {
-        counter[d] += 1;
-        if counter[d] < extent[d] {
+    for (c, &e) in counter.iter_mut().zip(extent).rev() {
+        *c += 1;
+        if *c < e {
             return true;
         }
-        counter[d] = 0;
+        *c = 0;
     }
     false
 }
