@@ -506,7 +506,7 @@ def worker():
 
 
 def test_model_local(tmp_path, worker):
-    run(mb.LocalBackend(tmp_path), worker, examples=20, steps=20)
+    run(mb.LocalBackend(tmp_path), worker, examples=15, steps=20)
 
 
 def test_model_local_streaming(tmp_path, worker):
@@ -583,7 +583,7 @@ def test_model_zarr_memory_store():
 
 def test_model_s3(s3_bucket, s3_client, worker):
     bucket, options = s3_bucket
-    run(mb.S3Backend(bucket, options, s3_client), worker, examples=6, steps=15)
+    run(mb.S3Backend(bucket, options, s3_client), worker, examples=5, steps=15)
 
 
 @pytest.mark.xfail(
