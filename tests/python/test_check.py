@@ -13,8 +13,10 @@ overwrites a shard changed since it was checked is tested in Rust (a store that 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,23 @@ def make(tmp_path: Path, producer: str, location: str) -> tuple[sw.Array, np.nda
     d = data()
     a = sb.make_array(producer, tmp_path / "a.zarr", d, CHUNKS, SHARDS, location, fill_value=FILL)
     return a, d
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Callable[[Path, str, str], tuple[sw.Array, np.ndarray]]:
+    """``make``, with each producer's array written once per module and copied."""
+    root = tmp_path_factory.mktemp("pristine")
+    cache: dict[tuple[str, str], Path] = {}
+
+    def copy(tmp_path: Path, producer: str, location: str) -> tuple[sw.Array, np.ndarray]:
+        if (producer, location) not in cache:
+            cache[producer, location] = make(root / f"{producer}-{location}", producer, location)[
+                0
+            ].path
+        shutil.copytree(cache[producer, location], tmp_path / "a.zarr")
+        return sw.open(tmp_path / "a.zarr"), data()
+
+    return copy
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -136,8 +155,8 @@ def test_an_index_without_checksum_and_an_unsharded_array_are_clean(tmp_path):
 
 
 @pytest.mark.parametrize("how", DAMAGES)
-def test_each_damage_is_reported_with_its_key_and_chunk(tmp_path, producer, location, how):
-    array, _ = make(tmp_path, producer, location)
+def test_each_damage_is_reported_with_its_key_and_chunk(tmp_path, written, producer, location, how):
+    array, _ = written(tmp_path, producer, location)
     path = array.path / KEY
     shard = path.read_bytes()
     path.write_bytes(damage(shard, location, how))
@@ -191,8 +210,8 @@ def test_the_command_line_reports_and_exits_non_zero(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["chunk_byte", "truncate", "index_byte", "empty"])
-def test_repair_keeps_every_good_chunk_for_zarr_python(tmp_path, producer, location, how):
-    array, original = make(tmp_path, producer, location)
+def test_repair_keeps_every_good_chunk_for_zarr_python(tmp_path, written, producer, location, how):
+    array, original = written(tmp_path, producer, location)
     path = array.path / KEY
     path.write_bytes(damage(path.read_bytes(), location, how))
     other = array.path / "c/1/1"
