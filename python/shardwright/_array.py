@@ -71,8 +71,9 @@ class Array(ZarrNames):
     def _check_writable(self, what: str) -> None:
         if self._read_only:
             raise ReadOnlyError(
-                f"{what}: the array {str(self.path)!r} was opened with mode='r' (read-only); "
-                "open it with mode='r+' (the default) to write"
+                f"{what}: the array {str(self.path)!r} is read-only (opened with mode='r', "
+                "or its zarr store is read-only); open it with mode='r+' (the default) on a "
+                "writable store to write"
             )
 
     @property

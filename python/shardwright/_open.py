@@ -64,7 +64,7 @@ def open(
     ...     sw.open(path, mode="r")[:] = 1
     ... except sw.ReadOnlyError as err:
     ...     print(str(err).split(";")[0])  # doctest: +ELLIPSIS
-    assignment: the array '...a.zarr' was opened with mode='r' (read-only)
+    assignment: the array '...a.zarr' is read-only (opened with mode='r', or ...)
     >>> _ = sw.create("memory:///doc/open.zarr", shape=(4,), dtype="int16", chunks=(2,))
     >>> sw.open("memory:///doc/open.zarr").url
     'memory:///doc/open.zarr'

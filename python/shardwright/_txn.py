@@ -11,7 +11,7 @@ import numpy as np
 from . import _async
 from ._context import CommitOnExit
 from ._domain import Domain
-from ._errors import BoundsError
+from ._errors import BoundsError, ShapeError
 from ._indexing import parse_key, parse_write_key
 from ._values import is_element
 from ._writer import ShardWriter, coerce, hold, write_region
@@ -108,6 +108,10 @@ class Transaction(CommitOnExit):
         """
         hold(data)
         region, shape = parse_write_key(key, self._shape)
+        if region.ndim != len(self._shape):
+            raise ShapeError(
+                f"region {region} has rank {region.ndim}, the array {len(self._shape)}"
+            )
         if region not in Domain((0,) * len(self._shape), self._shape):
             raise BoundsError(f"{region} is not inside the array of shape {self._shape}")
         value = coerce(data, self._dtype, shape, element=is_element(key, shape))

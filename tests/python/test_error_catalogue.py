@@ -123,6 +123,8 @@ def test_shapes(a):
             w[sw.Domain((0,), (4,))] = 1
         with expect("dtype-cast"):
             w[chunk] = np.zeros((4, 4), "float64")
+    with a.transaction() as tx, expect("shape-rank-tx"):
+        tx[sw.Domain((0,), (4,))] = 1
     with expect("shape-ragged-list"):
         a[0:2, 0:2] = [[1, 2], [3]]
     with expect("shape-resize-rank"):
