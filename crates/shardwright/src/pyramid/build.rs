@@ -199,7 +199,8 @@ pub fn pyramid(
         .map(|k| join(&path, &k.to_string()))
         .collect();
     let mut report = run(source, &store, paths, &plan, options, progress)?;
-    let text = serde_json::to_vec_pretty(&group).expect("JSON values serialize");
+    let text = serde_json::to_vec_pretty(&group)
+        .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?;
     store.put(&group_key, &[&text])?;
     report.bytes_written += text.len() as u64;
     Ok(report)
@@ -289,7 +290,10 @@ fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json:
 /// Refuse to resume into an array `plan` would not have made as its level `k`: another
 /// shape, data type, chunks, shards, axes, factors or method.
 fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str) -> Result<()> {
-    let level = &plan.levels[k];
+    let level = plan
+        .levels
+        .get(k)
+        .ok_or_else(|| Error::Internal(format!("no level {k} in the plan")))?;
     let layout = array.layout();
     let refuse = |message: String| -> Result<()> {
         Err(PyramidError::Resume {
@@ -336,7 +340,8 @@ fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str)
         let made = made.map_or("no record of how it was made".to_string(), |m| {
             format!("it was made with {m}")
         });
-        return refuse(format!("{made}; this run makes {}", record[SETTINGS_KEY]));
+        let makes = record.get(SETTINGS_KEY).cloned().unwrap_or_default();
+        return refuse(format!("{made}; this run makes {makes}"));
     }
     Ok(())
 }
@@ -348,7 +353,9 @@ fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
         .map(|array| {
             let mut stored = HashSet::new();
             for shard in array.shards() {
-                let index = shard.index().expect("grid cells carry their index");
+                let Some(index) = shard.index() else {
+                    return Err(Error::Internal(format!("shard {shard} has no grid index")));
+                };
                 if array.store().size(&array.shard_key(index))?.is_some() {
                     stored.insert(array.shard_grid().linear_index(index));
                 }
@@ -415,28 +422,32 @@ fn run(
         let (send, receive) = mpsc::sync_channel::<std::result::Result<_, PyramidError>>(2);
         let reader = scope.spawn(|| {
             let send = send;
-            let top = plan.levels.len() - 1;
+            let top = plan.levels.len().saturating_sub(1);
+            let top_shape = plan
+                .levels
+                .last()
+                .map(|l| l.shape.clone())
+                .unwrap_or_default();
             let mut grains = grains;
-            walk.visit(
-                top,
-                &Domain::from_shape(plan.levels[top].shape.clone()),
-                &mut |block| {
-                    let read = match grains.as_mut() {
-                        Some(reader) => {
-                            let before = reader.bytes_read;
-                            reader
-                                .read(&block, &walk)
-                                .map(|data| (block, data, reader.bytes_read - before))
-                        }
-                        None => source.read(&block).map(|data| {
-                            let read = data.len() as u64;
-                            (block, data, read)
-                        }),
-                    };
-                    let failed = read.is_err();
-                    send.send(read).is_ok() && !failed
-                },
-            );
+            let walked = walk.visit(top, &Domain::from_shape(top_shape), &mut |block| {
+                let read = match grains.as_mut() {
+                    Some(reader) => {
+                        let before = reader.bytes_read;
+                        reader
+                            .read(&block, &walk)
+                            .map(|data| (block, data, reader.bytes_read - before))
+                    }
+                    None => source.read(&block).map(|data| {
+                        let read = data.len() as u64;
+                        (block, data, read)
+                    }),
+                };
+                let failed = read.is_err();
+                send.send(read).is_ok() && !failed
+            });
+            if let Err(e) = walked {
+                let _ = send.send(Err(e));
+            }
         });
         let result = (|| -> Result<()> {
             for item in receive.iter() {

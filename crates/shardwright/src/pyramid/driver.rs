@@ -49,19 +49,19 @@ impl Driver<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
         let plan = self.walk.plan;
-        let above = k + 1 < plan.levels.len();
         let region = plan.downsampled(&block);
-        let grid = if above {
-            plan.levels[k + 1].block_grid()
-        } else {
-            plan.levels[k].block_grid()
-        };
-        let parents: Vec<Domain> = if above {
-            grid.cells_meeting(&region)
-                .filter(|b| self.walk.needed(k + 1, b))
-                .collect()
-        } else {
-            Vec::new()
+        let (grid, parents) = match plan.levels.get(k + 1) {
+            Some(above) => {
+                let grid = above.block_grid()?;
+                let mut parents = Vec::new();
+                for parent in grid.cells_meeting(&region) {
+                    if self.walk.needed(k + 1, &parent)? {
+                        parents.push(parent);
+                    }
+                }
+                (grid, parents)
+            }
+            None => return self.write_level(k, &block, &data, progress),
         };
         let down = if parents.is_empty() {
             Vec::new()
@@ -78,9 +78,13 @@ impl Driver<'_> {
         self.write_level(k, &block, &data, progress)?;
         drop(data);
         for parent in parents {
-            let linear = grid.linear_index(parent.index().expect("indexed"));
+            let linear = grid.linear_index(grid_index(&parent)?);
             let element = self.element;
-            let entry = match self.blocks[k + 1].entry(linear) {
+            let assembling = self
+                .blocks
+                .get_mut(k + 1)
+                .ok_or_else(|| internal(format!("no blocks of level {}", k + 1)))?;
+            let entry = match assembling.entry(linear) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => v.insert(Assembling {
                     data: crate::buffer::zeroed(crate::buffer::size_of(parent.size(), element)?)?,
@@ -90,9 +94,10 @@ impl Driver<'_> {
             };
             let piece = region
                 .intersect(&entry.domain)
-                .expect("parent meets region");
-            let from = piece.relative_to(&region).expect("inside");
-            let to = piece.relative_to(&entry.domain).expect("inside");
+                .ok_or_else(|| internal(format!("{} does not meet {region}", entry.domain)))?;
+            let outside = || internal(format!("{piece} is not inside {region}"));
+            let from = piece.relative_to(&region).ok_or_else(outside)?;
+            let to = piece.relative_to(&entry.domain).ok_or_else(outside)?;
             copy_block(
                 &down,
                 region.shape(),
@@ -105,8 +110,9 @@ impl Driver<'_> {
             );
             entry.filled += piece.size();
             if entry.filled == entry.domain.size() {
-                let done = self.blocks[k + 1].remove(&linear).expect("present");
-                self.process(k + 1, done.domain, done.data, progress)?;
+                if let Some(done) = assembling.remove(&linear) {
+                    self.process(k + 1, done.domain, done.data, progress)?;
+                }
             }
         }
         Ok(())
@@ -120,15 +126,24 @@ impl Driver<'_> {
         data: &[u8],
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
-        let array = &self.arrays[k];
+        let array = self
+            .arrays
+            .get(k)
+            .ok_or_else(|| internal(format!("no array for level {k}")))?;
         let grid = array.shard_grid().clone();
         for shard in grid.cells_meeting(block) {
-            let linear = grid.linear_index(shard.index().expect("indexed"));
-            if self.walk.stored[k].contains(&linear) {
+            let linear = grid.linear_index(grid_index(&shard)?);
+            if self.walk.stored.get(k).is_some_and(|s| s.contains(&linear)) {
                 continue;
             }
-            let part = shard.intersect(block).expect("shard meets block");
-            let (writer, left) = match self.writers[k].entry(linear) {
+            let part = shard
+                .intersect(block)
+                .ok_or_else(|| internal(format!("shard {shard} does not meet {block}")))?;
+            let writers = self
+                .writers
+                .get_mut(k)
+                .ok_or_else(|| internal(format!("no writers for level {k}")))?;
+            let (writer, left) = match writers.entry(linear) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert((array.shard_writer(&shard)?, shard.size()))
@@ -140,7 +155,9 @@ impl Driver<'_> {
             writer.write_region_of(&part, data, block)?;
             *left -= part.size();
             if *left == 0 {
-                let (writer, _) = self.writers[k].remove(&linear).expect("present");
+                let Some((writer, _)) = writers.remove(&linear) else {
+                    continue;
+                };
                 self.pending.push_back((k, writer.commit_background()));
                 while self.pending.len() > self.commits_in_flight {
                     self.wait_one(progress)?;
@@ -158,7 +175,9 @@ impl Driver<'_> {
         self.puts += stats.puts;
         self.gets += stats.gets;
         self.progress.bytes_written += stats.bytes_written;
-        self.progress.shards_done[level] += 1;
+        if let Some(done) = self.progress.shards_done.get_mut(level) {
+            *done += 1;
+        }
         self.progress.level = level;
         if self.stopped {
             return Ok(());
@@ -182,4 +201,14 @@ impl Driver<'_> {
         }
         first
     }
+}
+
+fn internal(what: String) -> crate::Error {
+    crate::Error::Internal(what)
+}
+
+/// The grid index a cell handed out by a grid carries.
+fn grid_index(cell: &Domain) -> Result<&[u64]> {
+    cell.index()
+        .ok_or_else(|| internal(format!("grid cell {cell} has no index")))
 }

@@ -51,7 +51,7 @@ impl<'a> GrainReader<'a> {
     /// A reader for level 0 of `plan` from `source`, or `None` when the source has no grain
     /// or its cells nest in level 0's blocks (each cell then meets one block only).
     pub(super) fn new(source: &'a dyn Source, plan: &Plan, element: usize) -> Option<Self> {
-        let level = &plan.levels[0];
+        let level = plan.levels.first()?;
         let grain = source.read_grain()?;
         let fits = grain.len() == level.shape.len() && grain.iter().all(|g| *g > 0);
         let nests = level
@@ -66,7 +66,7 @@ impl<'a> GrainReader<'a> {
         let cells = Grid::new(level.shape.clone(), grain.clone()).ok()?;
         Some(Self {
             source,
-            blocks: level.block_grid(),
+            blocks: level.block_grid().ok()?,
             budget: Self::budget(plan, &grain, element),
             cells,
             element,
@@ -80,14 +80,17 @@ impl<'a> GrainReader<'a> {
     /// The most raw bytes of source cells held at once, for cells of `grain` and elements
     /// of `element` bytes.
     pub(super) fn budget(plan: &Plan, grain: &[u64], element: usize) -> u64 {
-        let shape = &plan.levels[0].shape;
+        let (Some(first), Some(last)) = (plan.levels.first(), plan.levels.last()) else {
+            return 0;
+        };
+        let shape = &first.shape;
         let top = plan.levels.len() - 1;
         // Stretches of level 0 the walk reads consecutively, smallest first, with the
         // spacing of their origins.
-        let mut stretches: Vec<(Vec<u64>, Vec<u64>)> = (0..=top)
-            .map(|k| plan_footprint(plan, k, &plan.levels[k].block))
+        let mut stretches: Vec<(Vec<u64>, Vec<u64>)> = (plan.levels.iter().enumerate())
+            .map(|(k, level)| plan_footprint(plan, k, &level.block))
             .collect();
-        stretches.push(plan_footprint(plan, top, &plan.levels[top].shards));
+        stretches.push(plan_footprint(plan, top, &last.shards));
         let covers = |extent: &[u64]| {
             extent
                 .iter()
@@ -127,7 +130,9 @@ impl<'a> GrainReader<'a> {
     ) -> Result<Vec<u8>, PyramidError> {
         let mut out = vec![0; block.size() as usize * self.element];
         for cell in self.cells.cells_meeting(block) {
-            let index = cell.index().expect("grid cells carry their index");
+            let Some(index) = cell.index() else {
+                return Err(internal(format!("grid cell {cell} has no index")));
+            };
             let key = self.cells.linear_index(index);
             self.clock += 1;
             if !self.held.contains_key(&key) {
@@ -140,11 +145,12 @@ impl<'a> GrainReader<'a> {
                     ));
                 }
                 self.bytes_read += expected;
-                let uses = self
-                    .blocks
-                    .cells_meeting(&cell)
-                    .filter(|b| walk.needed(0, b))
-                    .count() as u64;
+                let mut uses = 0;
+                for b in self.blocks.cells_meeting(&cell) {
+                    if walk.needed(0, &b)? {
+                        uses += 1;
+                    }
+                }
                 self.held_bytes += expected;
                 let held = Held {
                     region: cell.clone(),
@@ -154,13 +160,14 @@ impl<'a> GrainReader<'a> {
                 };
                 self.held.insert(key, held);
             }
-            let held = self.held.get_mut(&key).expect("just inserted");
+            let Some(held) = self.held.get_mut(&key) else {
+                return Err(internal(format!("cell {cell} was not kept")));
+            };
             held.last_used = self.clock;
             held.uses_left = held.uses_left.saturating_sub(1);
-            let piece = held
-                .region
-                .intersect(block)
-                .expect("the cell meets the block");
+            let Some(piece) = held.region.intersect(block) else {
+                return Err(internal(format!("cell {cell} does not meet {block}")));
+            };
             let from: Vec<u64> = piece
                 .origin()
                 .iter()
@@ -188,12 +195,14 @@ impl<'a> GrainReader<'a> {
             }
         }
         while self.held_bytes > self.budget {
-            let oldest = *self
+            let Some(oldest) = self
                 .held
                 .iter()
                 .min_by_key(|(_, h)| h.last_used)
-                .map(|(k, _)| k)
-                .expect("bytes held means cells held");
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
             self.drop_cell(oldest);
         }
         Ok(out)
@@ -210,22 +219,23 @@ impl<'a> GrainReader<'a> {
 /// starting in it, down to level 0), and the spacing of such stretches' origins.
 fn plan_footprint(plan: &Plan, k: usize, extent: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let mut spacing = extent.to_vec();
+    let top_shape = plan.levels.get(k).map_or(&[][..], |l| &l.shape[..]);
     let mut extent: Vec<u64> = extent
         .iter()
-        .zip(&plan.levels[k].shape)
+        .zip(top_shape)
         .map(|(e, s)| (*e).min(*s))
         .collect();
-    for j in (1..=k).rev() {
-        let below = &plan.levels[j - 1];
-        for d in 0..extent.len() {
-            let f = plan.factors[d];
-            let b = below.block[d];
-            extent[d] = (extent[d] * f)
-                .div_ceil(b)
-                .saturating_mul(b)
-                .min(below.shape[d]);
-            spacing[d] *= f;
+    for below in plan.levels.iter().take(k).rev() {
+        let axes = extent.iter_mut().zip(spacing.iter_mut());
+        let per_axis = plan.factors.iter().zip(&below.block).zip(&below.shape);
+        for ((e, p), ((&f, &b), &s)) in axes.zip(per_axis) {
+            *e = e.saturating_mul(f).div_ceil(b).saturating_mul(b).min(s);
+            *p = p.saturating_mul(f);
         }
     }
     (extent, spacing)
+}
+
+fn internal(what: String) -> PyramidError {
+    PyramidError::invalid(format!("internal error: {what}"))
 }

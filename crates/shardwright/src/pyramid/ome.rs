@@ -47,16 +47,17 @@ pub fn group_metadata(
         .iter()
         .enumerate()
         .map(|(d, name)| {
-            let mut axis = json!({ "name": name });
+            let mut axis = serde_json::Map::new();
+            axis.insert("name".into(), json!(name));
             if let Some(kind) = AxisKind::of(name).ome_type() {
-                axis["type"] = json!(kind);
+                axis.insert("type".into(), json!(kind));
             }
-            if let Some(Some(unit)) = units.map(|u| &u[d]) {
+            if let Some(Some(unit)) = units.and_then(|u| u.get(d)) {
                 if !unit.is_empty() {
-                    axis["unit"] = json!(unit);
+                    axis.insert("unit".into(), json!(unit));
                 }
             }
-            axis
+            Value::Object(axis)
         })
         .collect();
     let datasets: Vec<Value> = (0..plan.levels.len())
@@ -66,7 +67,8 @@ pub fn group_metadata(
                 .iter()
                 .enumerate()
                 .map(|(d, f)| {
-                    let base = base_scale.map_or(1.0, |s| s[d]);
+                    // lengths checked above
+                    let base = base_scale.and_then(|s| s.get(d)).copied().unwrap_or(1.0);
                     base * (*f as f64).powi(k as i32)
                 })
                 .collect();
@@ -118,7 +120,10 @@ fn check_axes(axes: &[String]) -> Result<(), PyramidError> {
         AxisKind::Channel | AxisKind::Custom => 1,
         AxisKind::Space => 2,
     };
-    if kinds.windows(2).any(|w| rank(&w[0]) > rank(&w[1])) {
+    if kinds
+        .windows(2)
+        .any(|w| matches!(w, [a, b] if rank(a) > rank(b)))
+    {
         return fail("the order must be time, then channel, then space");
     }
     Ok(())

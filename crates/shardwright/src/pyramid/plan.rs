@@ -57,7 +57,8 @@ impl AxisKind {
 #[must_use]
 pub fn default_axes(ndim: usize) -> Vec<String> {
     let all = ["t", "c", "z", "y", "x"];
-    all[all.len().saturating_sub(ndim)..]
+    all.get(all.len().saturating_sub(ndim)..)
+        .unwrap_or_default()
         .iter()
         .map(|s| (*s).to_string())
         .collect()
@@ -76,14 +77,17 @@ pub fn default_axes(ndim: usize) -> Vec<String> {
 /// ```
 #[must_use]
 pub fn level_shapes(shape: &[u64], factors: &[u64], levels: Option<usize>) -> Vec<Vec<u64>> {
-    let mut shapes = vec![shape.to_vec()];
+    let mut shapes = Vec::new();
+    let mut last = shape.to_vec();
     loop {
-        let last = shapes.last().expect("level 0");
-        let next = downsample::output_shape(last, factors);
-        match levels {
-            Some(n) if shapes.len() >= n => break,
-            None if next == *last => break,
-            _ => shapes.push(next),
+        let next = downsample::output_shape(&last, factors);
+        let done = match levels {
+            Some(n) => shapes.len() + 1 >= n,
+            None => next == last,
+        };
+        shapes.push(std::mem::replace(&mut last, next));
+        if done {
+            break;
         }
     }
     shapes
@@ -106,15 +110,22 @@ pub struct LevelPlan {
 
 impl LevelPlan {
     /// The grid of the level's shards.
-    #[must_use]
-    pub fn shard_grid(&self) -> Grid {
-        Grid::new(self.shape.clone(), self.shards.clone()).expect("validated shapes")
+    ///
+    /// # Errors
+    /// [`PyramidError::Invalid`] for shard and level shapes that make no grid (a plan from
+    /// [`PlanRequest::plan`] always makes one).
+    pub fn shard_grid(&self) -> Result<Grid, PyramidError> {
+        Grid::new(self.shape.clone(), self.shards.clone())
+            .map_err(|e| PyramidError::invalid(format!("level shards: {e}")))
     }
 
     /// The grid of the level's blocks.
-    #[must_use]
-    pub fn block_grid(&self) -> Grid {
-        Grid::new(self.shape.clone(), self.block.clone()).expect("validated shapes")
+    ///
+    /// # Errors
+    /// As [`LevelPlan::shard_grid`].
+    pub fn block_grid(&self) -> Result<Grid, PyramidError> {
+        Grid::new(self.shape.clone(), self.block.clone())
+            .map_err(|e| PyramidError::invalid(format!("level blocks: {e}")))
     }
 }
 
@@ -215,10 +226,10 @@ fn per_level(
     levels: usize,
     ndim: usize,
 ) -> Result<Vec<u64>, PyramidError> {
-    let shape = match given.len() {
-        1 => &given[0],
-        n if n == levels => &given[level],
-        n => {
+    let shape = match (given.len(), given.first(), given.get(level)) {
+        (1, Some(only), _) => only,
+        (n, _, Some(this)) if n == levels => this,
+        (n, _, _) => {
             return Err(PyramidError::invalid(format!(
                 "{what}: expected one shape for every level or one per level ({levels}); got {n}"
             )))
@@ -289,7 +300,7 @@ impl PlanRequest {
             )));
         }
         for (i, a) in axes.iter().enumerate() {
-            if a.is_empty() || axes[..i].contains(a) {
+            if a.is_empty() || axes.iter().take(i).any(|b| b == a) {
                 return Err(PyramidError::invalid(format!(
                     "axes {axes:?}: each name must be non-empty and used once"
                 )));
@@ -306,14 +317,14 @@ impl PlanRequest {
                 Some(given) => per_level("shards", given, k, n, ndim)?,
                 None => default_shards(&axes, &chunks),
             };
-            for d in 0..ndim {
-                if shards[d] % chunks[d] != 0 {
+            let axis_pairs = shards.iter().zip(&chunks).zip(&axes).enumerate();
+            for (d, ((s, c), axis)) in axis_pairs {
+                if s % c != 0 {
                     return Err(PyramidError::invalid(format!(
-                        "shards {} are not a multiple of chunks {} along axis {d} ('{}') \
+                        "shards {} are not a multiple of chunks {} along axis {d} ('{axis}') \
                          of level {k}",
                         shape_text(&shards),
                         shape_text(&chunks),
-                        axes[d]
                     )));
                 }
             }

@@ -70,20 +70,48 @@ impl BufferSource {
     /// `data` (C order, native endian) of an array of `shape` and `data_type`.
     ///
     /// # Panics
-    /// If `data` is not exactly the array's size, or the data type is unknown.
+    /// If `data` is not exactly the array's size, or the data type is unknown; use
+    /// [`BufferSource::try_new`] for input that is not known to be well formed.
     #[must_use]
+    // The documented panic of a constructor for input known to fit; `try_new` checks it.
+    #[allow(clippy::expect_used)]
     pub fn new(data: Vec<u8>, shape: Vec<u64>, data_type: &str) -> Self {
-        let element_size = element_size(data_type).expect("a fixed-size data type");
-        assert_eq!(
-            data.len() as u64,
-            shape.iter().product::<u64>() * element_size as u64
-        );
-        Self {
+        Self::try_new(data, shape, data_type).expect("data of the array's size and type")
+    }
+
+    /// As [`BufferSource::new`], or an error naming what does not fit.
+    ///
+    /// ```
+    /// use shardwright::pyramid::source::BufferSource;
+    /// assert!(BufferSource::try_new(vec![0; 4], vec![2], "uint16").is_ok());
+    /// assert!(BufferSource::try_new(vec![0; 3], vec![2], "uint16").is_err());
+    /// assert!(BufferSource::try_new(vec![0; 2], vec![2], "string").is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`PyramidError::Invalid`] for an unknown data type or data whose length is not the
+    /// array's size.
+    pub fn try_new(data: Vec<u8>, shape: Vec<u64>, data_type: &str) -> Result<Self, PyramidError> {
+        let element_size = element_size(data_type).ok_or_else(|| {
+            PyramidError::invalid(format!("data type '{data_type}' is not a fixed-size type"))
+        })?;
+        let expected = shape
+            .iter()
+            .try_fold(element_size as u64, |n, s| n.checked_mul(*s));
+        if expected != Some(data.len() as u64) {
+            return Err(PyramidError::invalid(format!(
+                "{} bytes of data for an array of shape {shape:?} and type {data_type}; \
+                 expected {}",
+                data.len(),
+                expected.map_or("more than 2^64".to_string(), |n| n.to_string())
+            )));
+        }
+        Ok(Self {
             data: Arc::new(data),
             shape,
             data_type: data_type.to_string(),
             element_size,
-        }
+        })
     }
 }
 

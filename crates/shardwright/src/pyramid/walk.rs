@@ -3,8 +3,16 @@
 
 use std::collections::HashSet;
 
-use super::plan::Plan;
+use super::plan::{LevelPlan, Plan};
+use super::PyramidError;
 use crate::domain::{Domain, Grid};
+
+/// A walk's result; a broken invariant of the plan is an `Invalid` error naming it.
+type Result<T> = std::result::Result<T, PyramidError>;
+
+fn internal(what: String) -> PyramidError {
+    PyramidError::invalid(format!("internal error: {what}"))
+}
 
 /// The order level 0's blocks are read in, and which of them a resumed run needs.
 pub(super) struct Walk<'a> {
@@ -22,58 +30,92 @@ impl Walk<'_> {
         k: usize,
         region: &Domain,
         emit: &mut dyn FnMut(Domain) -> bool,
-    ) -> bool {
-        let level = &self.plan.levels[k];
-        for shard in level.shard_grid().cells_meeting(region) {
-            let part = shard.intersect(region).expect("shard meets region");
-            for block in blocks_starting_in(&level.block_grid(), &part) {
-                let go_on = if k == 0 {
-                    !self.needed(0, &block) || emit(block)
-                } else {
-                    let below = self.upsampled(k, &block);
-                    self.visit(k - 1, &below, emit)
+    ) -> Result<bool> {
+        let level = self.level(k)?;
+        let blocks = level.block_grid()?;
+        for shard in level.shard_grid()?.cells_meeting(region) {
+            // a cell met by `region` meets it
+            let Some(part) = shard.intersect(region) else {
+                continue;
+            };
+            for block in blocks_starting_in(&blocks, &part)? {
+                let go_on = match k.checked_sub(1) {
+                    None => !self.needed(0, &block)? || emit(block),
+                    Some(below) => {
+                        let from = self.upsampled(k, &block)?;
+                        self.visit(below, &from, emit)?
+                    }
                 };
                 if !go_on {
-                    return false;
+                    return Ok(false);
                 }
             }
         }
-        true
+        Ok(true)
+    }
+
+    fn level(&self, k: usize) -> Result<&LevelPlan> {
+        self.plan
+            .levels
+            .get(k)
+            .ok_or_else(|| internal(format!("no level {k} in the plan")))
     }
 
     /// The region of level `k - 1` that `block` of level `k` is made from.
-    fn upsampled(&self, k: usize, block: &Domain) -> Domain {
+    fn upsampled(&self, k: usize, block: &Domain) -> Result<Domain> {
         let f = &self.plan.factors;
-        let origin: Vec<u64> = block.origin().iter().zip(f).map(|(o, f)| o * f).collect();
-        let shape: Vec<u64> = block.shape().iter().zip(f).map(|(s, f)| s * f).collect();
-        Domain::new(origin, shape)
-            .intersect(&Domain::from_shape(self.plan.levels[k - 1].shape.clone()))
-            .expect("a block's source region is inside the level below")
+        let origin = block
+            .origin()
+            .iter()
+            .zip(f)
+            .map(|(o, f)| o.saturating_mul(*f));
+        let shape = block
+            .shape()
+            .iter()
+            .zip(f)
+            .map(|(s, f)| s.saturating_mul(*f));
+        let below = Domain::from_shape(self.level(k.saturating_sub(1))?.shape.clone());
+        Domain::try_new(origin.collect(), shape.collect())
+            .map_err(|e| internal(e.to_string()))?
+            .intersect(&below)
+            .ok_or_else(|| internal(format!("block {block} has no source below")))
     }
 
     /// Whether `block` of level `k` feeds a shard not stored yet (at its level or above).
-    pub(super) fn needed(&self, k: usize, block: &Domain) -> bool {
+    pub(super) fn needed(&self, k: usize, block: &Domain) -> Result<bool> {
         if !self.resume {
-            return true;
+            return Ok(true);
         }
-        let level = &self.plan.levels[k];
-        let grid = level.shard_grid();
-        if grid
-            .cells_meeting(block)
-            .any(|s| !self.stored[k].contains(&grid.linear_index(s.index().expect("indexed"))))
+        let grid = self.level(k)?.shard_grid()?;
+        let stored = self
+            .stored
+            .get(k)
+            .ok_or_else(|| internal(format!("no stored shards for level {k}")))?;
+        for shard in grid.cells_meeting(block) {
+            let index = shard
+                .index()
+                .ok_or_else(|| internal(format!("shard {shard} has no grid index")))?;
+            if !stored.contains(&grid.linear_index(index)) {
+                return Ok(true);
+            }
+        }
+        let Some(above) = self.plan.levels.get(k + 1) else {
+            return Ok(false);
+        };
+        for parent in above
+            .block_grid()?
+            .cells_meeting(&self.plan.downsampled(block))
         {
-            return true;
+            if self.needed(k + 1, &parent)? {
+                return Ok(true);
+            }
         }
-        k + 1 < self.plan.levels.len()
-            && self.plan.levels[k + 1]
-                .block_grid()
-                .cells_meeting(&self.plan.downsampled(block))
-                .any(|b| self.needed(k + 1, &b))
+        Ok(false)
     }
 }
 
 /// The cells of `grid` whose origin lies in `part`, in C order.
-fn blocks_starting_in(grid: &Grid, part: &Domain) -> Vec<Domain> {
+fn blocks_starting_in(grid: &Grid, part: &Domain) -> Result<Vec<Domain>> {
     let cell = grid.cell_shape();
     let lo: Vec<u64> = part
         .origin()
@@ -89,22 +131,23 @@ fn blocks_starting_in(grid: &Grid, part: &Domain) -> Vec<Domain> {
         .collect();
     let mut out = Vec::new();
     if lo.iter().zip(&hi).any(|(l, h)| l >= h) {
-        return out;
+        return Ok(out);
     }
     let mut index = lo.clone();
     loop {
-        out.push(grid.cell(&index).expect("index inside the grid"));
-        let mut d = index.len();
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            index[d] += 1;
-            if index[d] < hi[d] {
+        out.push(grid.cell(&index).map_err(|e| internal(e.to_string()))?);
+        // advance the odometer, the last axis fastest; done when it wraps around
+        let mut advanced = false;
+        for ((i, l), h) in index.iter_mut().zip(&lo).zip(&hi).rev() {
+            *i += 1;
+            if *i < *h {
+                advanced = true;
                 break;
             }
-            index[d] = lo[d];
+            *i = *l;
+        }
+        if !advanced {
+            return Ok(out);
         }
     }
 }

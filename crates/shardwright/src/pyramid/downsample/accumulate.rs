@@ -31,6 +31,8 @@ impl<R: Reduce> Kernel for Accumulate<R> {
         (Vec::new(), Vec::new(), Vec::new())
     }
 
+    // Hot kernel loop: offsets come from `Geom` over the input whose length `downsample` checked.
+    #[allow(clippy::indexing_slicing)]
     fn row(
         &self,
         (acc, dec, vals): &mut Self::Scratch,
@@ -73,6 +75,8 @@ impl<R: Reduce> Kernel for Accumulate<R> {
 /// Fold a row into accumulators, `F` consecutive elements per accumulator (the last one
 /// may get fewer).
 #[inline(always)]
+// Hot kernel loop: offsets come from `Geom` over the input whose length `downsample` checked.
+#[allow(clippy::indexing_slicing)]
 fn fold_fixed<R: Reduce, const F: usize>(acc: &mut [R::A], row: &[R::T]) {
     let (chunks, rest) = row.as_chunks::<F>();
     for (a, c) in acc.iter_mut().zip(chunks) {

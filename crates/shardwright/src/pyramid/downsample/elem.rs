@@ -68,6 +68,8 @@ macro_rules! impl_elem {
             const LOWEST: Self = $lowest;
             const HIGHEST: Self = $highest;
             #[inline]
+            // Hot kernel loop: `src` and `dst` hold the same element count (the callers size them so).
+            #[allow(clippy::indexing_slicing)]
             fn decode(src: &[u8], dst: &mut [Self]) {
                 let (chunks, _) = src.as_chunks::<$n>();
                 let chunks = &chunks[..dst.len()];
@@ -76,6 +78,8 @@ macro_rules! impl_elem {
                 }
             }
             #[inline]
+            // Hot kernel loop: `src` and `dst` hold the same element count (the callers size them so).
+            #[allow(clippy::indexing_slicing)]
             fn encode(src: &[Self], dst: &mut [u8]) {
                 let (chunks, _) = dst.as_chunks_mut::<$n>();
                 let chunks = &mut chunks[..src.len()];

@@ -34,25 +34,31 @@ impl Geom {
                 continue;
             }
             let factor = factor.min(extent as u64) as usize;
-            if factor == 1 && f.last() == Some(&1) {
-                *n.last_mut().expect("a previous axis") *= extent;
-            } else {
-                n.push(extent);
-                f.push(factor);
+            if let (Some(1), Some(last)) = (f.last(), n.last_mut()) {
+                if factor == 1 {
+                    *last *= extent;
+                    continue;
+                }
             }
+            n.push(extent);
+            f.push(factor);
         }
         if f.iter().all(|&f| f == 1) {
             return None;
         }
         let out: Vec<usize> = n.iter().zip(&f).map(|(&n, &f)| n.div_ceil(f)).collect();
         let mut stride = vec![1usize; n.len()];
-        for i in (0..n.len().saturating_sub(1)).rev() {
-            stride[i] = stride[i + 1] * n[i + 1];
+        let mut step = 1;
+        for (s, &extent) in stride.iter_mut().zip(&n).rev() {
+            *s = step;
+            step *= extent;
         }
-        let m = n.len();
+        // Some factor is above 1 (checked above), so there is at least one axis.
+        let (_, out_outer) = out.split_last()?;
+        let (_, f_outer) = f.split_last()?;
         Some(Geom {
-            out_rows: out[..m - 1].iter().product(),
-            max_rows: f[..m - 1].iter().product(),
+            out_rows: out_outer.iter().product(),
+            max_rows: f_outer.iter().product(),
             n,
             f,
             out,
@@ -60,14 +66,15 @@ impl Geom {
         })
     }
 
+    // `new` makes at least one axis; 1 would be the extent of a missing one.
     pub(super) fn n_last(&self) -> usize {
-        *self.n.last().expect("at least one axis")
+        self.n.last().copied().unwrap_or(1)
     }
     pub(super) fn f_last(&self) -> usize {
-        *self.f.last().expect("at least one axis")
+        self.f.last().copied().unwrap_or(1)
     }
     pub(super) fn out_last(&self) -> usize {
-        *self.out.last().expect("at least one axis")
+        self.out.last().copied().unwrap_or(1)
     }
     /// The most input elements one block holds.
     pub(super) fn volume(&self) -> usize {
@@ -80,6 +87,8 @@ impl Geom {
 
     /// Fill `rows` with the input element offsets of the starts of the input rows that
     /// output row `row` covers, in C order; `ctr` is scratch.
+    // Hot kernel loop: `ctr` is resized to `2 * outer` and the shape vectors have `outer + 1` axes.
+    #[allow(clippy::indexing_slicing)]
     pub(super) fn block_rows(&self, row: usize, rows: &mut Vec<usize>, ctr: &mut Vec<usize>) {
         let outer = self.n.len() - 1;
         // ctr[i]: offset within the block on outer axis i; ctr[outer + i]: its extent

@@ -35,6 +35,8 @@ pub(super) trait Kernel: Sync {
 /// Input elements a parallel task should cover at least.
 const MIN_TASK_INPUT_ELEMS: usize = 1 << 15;
 
+// Hot kernel loop: offsets come from `Geom` over the input whose length `downsample` checked.
+#[allow(clippy::indexing_slicing)]
 fn drive<K: Kernel>(kernel: &K, input: &[u8], g: &Geom, elem_size: usize) -> Vec<u8> {
     let out_last = g.out_last();
     let total = g.out_rows * out_last;

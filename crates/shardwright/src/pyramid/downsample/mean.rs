@@ -75,6 +75,8 @@ impl FloatElem for f64 {
 /// cut into pieces of `TS_ROW_BLOCK` elements, added two at a time with the input first,
 /// an odd piece's last element (and, for `float64`, both of a two-element piece) with the
 /// accumulator first.
+// Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked.
+#[allow(clippy::indexing_slicing)]
 fn ts_nan_sum<T: FloatElem>(g: &Geom, input: &[u8], rows: &[usize], j: usize) -> T {
     let (f, n) = (g.f_last(), g.n_last());
     let mut acc = T::ZERO;
@@ -117,6 +119,8 @@ impl<T: FloatElem> Reduce for MeanFloat<T> {
     fn add(a: T, x: T) -> T {
         a + x
     }
+    // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked.
+    #[allow(clippy::indexing_slicing)]
     fn finish(&self, g: &Geom, acc: &[T], rows: usize, c0: usize, out: &mut [T]) {
         let w = acc.len();
         let full = full_columns(g, c0, w);
@@ -162,6 +166,8 @@ where
     fn add(a: A, x: T) -> A {
         a + A::from(x)
     }
+    // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked.
+    #[allow(clippy::indexing_slicing)]
     fn finish(&self, g: &Geom, acc: &[A], rows: usize, c0: usize, out: &mut [T]) {
         let w = acc.len();
         let full = full_columns(g, c0, w);

@@ -73,6 +73,8 @@ impl<T: OrderStat, const MODE: bool> Kernel for Gather<T, MODE> {
         }
     }
 
+    // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked; `v` is a non-empty block.
+    #[allow(clippy::indexing_slicing)]
     fn row(
         &self,
         s: &mut Self::Scratch,
@@ -109,6 +111,8 @@ impl<T: OrderStat, const MODE: bool> Gather<T, MODE> {
     /// Output columns `a..b` into `s.vals[at..]`, block by block: each block gathered in
     /// TensorStore's order and selected from or sorted as TensorStore does.
     #[allow(clippy::too_many_arguments)]
+    // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked; `v` is a non-empty block.
+    #[allow(clippy::indexing_slicing)]
     fn general_columns(
         &self,
         s: &mut GatherScratch<T>,
@@ -164,6 +168,8 @@ impl<T: OrderStat, const MODE: bool> Gather<T, MODE> {
     /// block's elements or on the algorithm: always for integers; for floats, unless the
     /// block holds a NaN, or the result is a zero and the block holds zeros of both
     /// signs. Those columns are pushed to `s.redo`.
+    // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked; `v` is a non-empty block.
+    #[allow(clippy::indexing_slicing)]
     fn network_columns(
         &self,
         s: &mut GatherScratch<T>,
@@ -354,6 +360,8 @@ macro_rules! impl_order_stat_float {
             const ORDER_FREE: bool = false;
             type Count = $c;
             const ONE: $c = 1;
+            // Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked; `v` is a non-empty block.
+            #[allow(clippy::indexing_slicing)]
             fn median(v: &mut [$t]) -> $t {
                 let k = (v.len() - 1) / 2;
                 stdcxx::nth_element(v, k);
@@ -381,6 +389,8 @@ impl_order_stat_float!(f32: u32, f64: u64);
 
 /// TensorStore's mode of a sorted block: the last element of the first run of `==`
 /// elements that is longer than every run before it (all runs of one: the first element).
+// Hot kernel loop: offsets come from `Geom` over the input and output whose lengths `downsample` checked; `v` is a non-empty block.
+#[allow(clippy::indexing_slicing)]
 pub(super) fn mode_of_sorted<T: Copy + PartialEq>(v: &[T]) -> T {
     let (mut best_i, mut best, mut cur) = (0, 1, 1);
     for i in 1..v.len() {

@@ -71,6 +71,8 @@ fn introselect<T: Copy + PartialOrd>(
     insertion_sort(v, first, last);
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn move_median_to_first<T: Copy + PartialOrd>(
     v: &mut [T],
     result: usize,
@@ -95,6 +97,8 @@ fn move_median_to_first<T: Copy + PartialOrd>(
     }
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn unguarded_partition<T: Copy + PartialOrd>(
     v: &mut [T],
     mut first: usize,
@@ -129,6 +133,8 @@ fn unguarded_partition_pivot<T: Copy + PartialOrd>(
     unguarded_partition(v, first + 1, last, first)
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn insertion_sort<T: Copy + PartialOrd>(v: &mut [T], first: usize, last: usize) {
     if first == last {
         return;
@@ -150,6 +156,8 @@ fn unguarded_insertion_sort<T: Copy + PartialOrd>(v: &mut [T], first: usize, las
     }
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn unguarded_linear_insert<T: Copy + PartialOrd>(v: &mut [T], mut last: usize) {
     let val = v[last];
     let mut next = last - 1;
@@ -178,6 +186,8 @@ fn partial_sort<T: Copy + PartialOrd>(v: &mut [T], first: usize, middle: usize, 
     sort_heap(v, first, middle);
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn heap_select<T: Copy + PartialOrd>(v: &mut [T], first: usize, middle: usize, last: usize) {
     make_heap(v, first, middle);
     for i in middle..last {
@@ -187,6 +197,8 @@ fn heap_select<T: Copy + PartialOrd>(v: &mut [T], first: usize, middle: usize, l
     }
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn make_heap<T: Copy + PartialOrd>(v: &mut [T], first: usize, last: usize) {
     let len = (last - first) as isize;
     if len < 2 {
@@ -210,6 +222,8 @@ fn sort_heap<T: Copy + PartialOrd>(v: &mut [T], first: usize, mut last: usize) {
     }
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn pop_heap<T: Copy + PartialOrd>(v: &mut [T], first: usize, last: usize, result: usize) {
     let value = v[result];
     v[result] = v[first];
@@ -217,6 +231,8 @@ fn pop_heap<T: Copy + PartialOrd>(v: &mut [T], first: usize, last: usize, result
 }
 
 /// Distances are signed, as in C++ (`(len - 2) / 2` is 0 for `len == 1`).
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn adjust_heap<T: Copy + PartialOrd>(
     v: &mut [T],
     first: usize,
@@ -243,6 +259,8 @@ fn adjust_heap<T: Copy + PartialOrd>(
     push_heap(v, first, hole, top, value);
 }
 
+// Hot kernel loop: indices stay in `first..last` within `v`, the contract of these libstdc++ selection steps.
+#[allow(clippy::indexing_slicing)]
 fn push_heap<T: Copy + PartialOrd>(
     v: &mut [T],
     first: usize,
