@@ -3,21 +3,31 @@ reopenings and a second process's writes, against a numpy model (issue 14, item 
 
 :class:`Model` (a hypothesis ``RuleBasedStateMachine``) draws a geometry (rank 1 to 4,
 sharded or not, edge shards, the index at the start or the end, eleven dtypes, four
-compressors, a zero or other fill value), creates the array on a backend (a local
-folder, ``memory:///``, a zarr-python ``MemoryStore`` through the adapter, moto's S3),
-then runs random rules. After every step shardwright's read, zarr-python's read and the
-model agree exactly (dtype, shape and bytes: NaN equals NaN, -0.0 is not 0.0), a shard's
-key is stored exactly when its region holds something other than the fill value (where
-the backend deletes), and no temporary file or multipart upload is left over.
+compressors, a zero or other fill value; or shards over the writers' 1 MiB staging
+buffer), creates the array on a backend (a local folder, ``memory:///``, a zarr-python
+``MemoryStore`` through the adapter, moto's S3), then runs random rules: shard writers
+(ended by their block, ``commit()``, ``abort()`` or an exception; or held open across
+steps), transactions (across shards, with ``tx.write_shard`` inside, read-your-writes,
+early commits, memory limits; or held open), ``a[key] = value`` and ``oindex``/``vindex``
+assignments, reads, reopening, whole shards of the fill value, resize and append,
+zarr-python's own writes, and (for the local folder and S3) a second process committing
+between steps, while a writer is held, or racing this process on one shard. After every
+step shardwright's read, zarr-python's read and the model agree exactly (dtype, shape
+and bytes: NaN equals NaN, -0.0 is not 0.0), a shard's key is stored exactly when its
+region holds something other than the fill value (on S3 an all-fill shard may be the
+index-only empty shard), no key lies outside the grid, and no temporary file or
+multipart upload is left over.
 
 The model of a writer or transaction: its writes are kept in order and applied to the
 model when it commits, on top of whatever the model holds then (chunks written whole
 replace the stored ones; chunks written in part are merged with what is stored at the
 commit). An abort, or an exception inside its block, applies nothing, and the stored
-bytes are checked to be unchanged.
+bytes are checked to be unchanged. Helpers: model_helpers.py (geometries, values,
+keys), model_backends.py (backends, the worker process), model_second_process.py.
 
-CI runs a bounded number of examples; ``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and
-``SHARDWRIGHT_MODEL_STEPS``) runs long. Each test prints its example and step counts.
+CI runs a bounded number of examples (about 25 s on 2 idle cores);
+``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and ``SHARDWRIGHT_MODEL_STEPS=30``) runs long.
+Each test prints its example and step counts (``-s``).
 """
 
 from __future__ import annotations
