@@ -31,6 +31,19 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::writer::{CommitStats, Meter, ShardWriter, WriterOptions};
 
+/// An error for a broken internal invariant (a bug), never a panic.
+fn internal(what: &str) -> Error {
+    Error::Internal(format!("transaction: {what}"))
+}
+
+/// The grid index of `shard`, a cell of the shard grid (which carries its index).
+fn cell_index(shard: &Domain) -> Result<Vec<u64>> {
+    shard
+        .index()
+        .map(<[u64]>::to_vec)
+        .ok_or_else(|| internal("a shard without its grid index"))
+}
+
 /// Options of a [`Transaction`].
 ///
 /// ```
@@ -178,25 +191,27 @@ impl Transaction {
         }
         let mut complete = Vec::new();
         for shard in self.array.shards_meeting(region) {
-            let piece = shard.intersect(region).expect("shards meet the region");
-            let index = shard
-                .index()
-                .expect("grid cells carry their index")
-                .to_vec();
-            if !state.writers.contains_key(&index) {
-                let writer = self.array.shard_writer(&shard)?;
-                writer.attach(&self.meter);
-                state.writers.insert(index.clone(), writer);
-            }
-            let writer = &state.writers[&index];
+            let piece = shard
+                .intersect(region)
+                .ok_or_else(|| internal("a shard meeting the region does not meet it"))?;
+            let index = cell_index(&shard)?;
+            let writer = match state.writers.entry(index.clone()) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    let writer = self.array.shard_writer(&shard)?;
+                    writer.attach(&self.meter);
+                    e.insert(writer)
+                }
+            };
             write(writer, &piece)?;
             if self.options.early_commit && writer.is_complete() {
                 complete.push(index);
             }
         }
         for index in complete {
-            let writer = state.writers.remove(&index).expect("present");
-            Self::commit_early(&mut state, writer)?;
+            if let Some(writer) = state.writers.remove(&index) {
+                Self::commit_early(&mut state, writer)?;
+            }
         }
         self.check_memory_limit(&mut state)
     }
@@ -238,7 +253,7 @@ impl Transaction {
         let mut out = self.array.read(region)?;
         let state = self.lock();
         for shard in self.array.shards_meeting(region) {
-            if let Some(writer) = state.writers.get(shard.index().expect("indexed")) {
+            if let Some(writer) = state.writers.get(cell_index(&shard)?.as_slice()) {
                 writer.overlay_staged(region, &mut out)?;
             }
         }
@@ -288,25 +303,26 @@ impl Transaction {
     /// # Errors
     /// As [`ShardWriter::absorb`]; [`Error::TooLarge`] past the memory limit.
     pub fn absorb(&self, writer: ShardWriter) -> Result<()> {
-        let shard = writer.shard().clone();
-        let index = shard
-            .index()
-            .expect("writers know their shard's index")
-            .to_vec();
+        let index = cell_index(writer.shard())?;
         let mut state = self.lock();
         if let Some(err) = &state.failed {
             return Err(err.clone());
         }
-        match state.writers.get(&index) {
-            Some(existing) => existing.absorb(writer)?,
-            None => {
-                writer.attach(&self.meter);
-                state.writers.insert(index.clone(), writer);
+        let complete = match state.writers.entry(index.clone()) {
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let existing = e.into_mut();
+                existing.absorb(writer)?;
+                existing.is_complete()
             }
-        }
-        if self.options.early_commit && state.writers[&index].is_complete() {
-            let writer = state.writers.remove(&index).expect("present");
-            Self::commit_early(&mut state, writer)?;
+            std::collections::btree_map::Entry::Vacant(e) => {
+                writer.attach(&self.meter);
+                e.insert(writer).is_complete()
+            }
+        };
+        if self.options.early_commit && complete {
+            if let Some(writer) = state.writers.remove(&index) {
+                Self::commit_early(&mut state, writer)?;
+            }
         }
         self.check_memory_limit(&mut state)
     }

@@ -45,6 +45,24 @@ fn store_if(
     Ok(())
 }
 
+/// Bytes `range` of `value` (at `key`), copied; a [`StoreError::Range`] outside it.
+fn slice(key: &str, value: &[u8], range: &Range<u64>) -> Result<Vec<u8>, StoreError> {
+    let (start, end) = (
+        usize::try_from(range.start).ok(),
+        usize::try_from(range.end).ok(),
+    );
+    start
+        .zip(end)
+        .and_then(|(s, e)| value.get(s..e))
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| StoreError::Range {
+            key: key.to_string(),
+            start: range.start,
+            end: range.end,
+            size: value.len() as u64,
+        })
+}
+
 /// A streaming upload into a [`MemoryStore`]: a buffer moved in at completion.
 #[derive(Debug)]
 struct MemoryUpload {
@@ -69,7 +87,7 @@ impl Upload for MemoryUpload {
 
     fn read(&mut self, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
         check_range(&self.key, &range, self.len())?;
-        Ok(self.buffer[range.start as usize..range.end as usize].to_vec())
+        slice(&self.key, &self.buffer, &range)
     }
 
     fn truncate(&mut self, len: u64) -> Result<(), StoreError> {
@@ -165,9 +183,7 @@ impl Store for MemoryStore {
             return Ok(None);
         };
         check_range(key, &range, value.len() as u64)?;
-        Ok(Some(
-            value[range.start as usize..range.end as usize].to_vec(),
-        ))
+        slice(key, value, &range).map(Some)
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {

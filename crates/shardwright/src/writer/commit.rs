@@ -73,12 +73,17 @@ pub(super) struct Target<'a> {
 
 /// Whether the inner chunk in `slot` of `shard` holds any element of the array.
 fn slot_meets_array(layout: &Layout, shard: &Domain, slot: usize) -> bool {
-    let cps = layout.chunks_per_shard();
     let mut rest = slot as u64;
-    for d in (0..cps.len()).rev() {
-        let local = rest % cps[d];
-        rest /= cps[d];
-        if shard.origin()[d] + local * layout.chunk_shape()[d] >= layout.shape()[d] {
+    let dims = layout
+        .chunks_per_shard()
+        .iter()
+        .zip(shard.origin())
+        .zip(layout.chunk_shape().iter().zip(layout.shape()))
+        .rev();
+    for ((&per, &origin), (&chunk, &size)) in dims {
+        let local = rest % per.max(1);
+        rest /= per.max(1);
+        if origin + local * chunk >= size {
             return false;
         }
     }
@@ -179,7 +184,8 @@ pub(super) fn commit(
         };
         let stored_chunk = |slot: usize| -> Option<&[u8]> {
             let range = ranges.as_ref()?.get(slot)?.clone()?;
-            bytes.as_deref().map(|b| &b[range])
+            // `split` checked every range against the shard's size.
+            bytes.as_deref().and_then(|b| b.get(range))
         };
 
         // Complete the partly written chunks, in parallel: only these are decoded.
@@ -417,7 +423,12 @@ fn store(
         assembled = shard::assemble(target.layout, &chunks)?;
         assembled.parts()
     } else {
-        vec![chunks[0].expect("not all empty")]
+        // Not all empty (checked above): the one chunk of an unsharded array.
+        vec![chunks
+            .first()
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::Internal(format!("'{key}': no chunk to store")))?]
     };
     let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
     match condition {

@@ -381,20 +381,22 @@ impl ShardWriter {
             let data = crate::buffer::filled(chunk.size(), value)?;
             return self.submit(slot, self.padded(chunk, &data)?);
         }
-        if constant.is_none() {
-            let raw = crate::buffer::filled(self.layout.chunk_elements(), value)?;
-            // As on the pool: a panic in a codec is an error, not a crash.
-            let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::format::chunk::encode(&self.layout, raw)
-            }))
-            .unwrap_or_else(|panic| {
-                Err(crate::format::FormatError::Codec(
-                    crate::error::panic_message(&*panic),
-                ))
-            })?;
-            *constant = Some(encoded);
-        }
-        let encoded = constant.clone().expect("encoded above");
+        let encoded = match constant {
+            Some(encoded) => encoded.clone(),
+            None => {
+                let raw = crate::buffer::filled(self.layout.chunk_elements(), value)?;
+                // As on the pool: a panic in a codec is an error, not a crash.
+                let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::format::chunk::encode(&self.layout, raw)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(crate::format::FormatError::Codec(
+                        crate::error::panic_message(&*panic),
+                    ))
+                })?;
+                constant.insert(encoded).clone()
+            }
+        };
         let mut partials = self.partials();
         partials.remove(&slot);
         #[cfg(test)]
@@ -458,10 +460,17 @@ impl ShardWriter {
             self.layout.shape(),
             self.layout.chunks_per_shard(),
         );
+        // `check_inside` gave the chunk the shard's rank, and put it inside the shard
+        // (inside the array): the zips below cover every dimension.
         let mut slot = 0u64;
-        for d in 0..cs.len() {
-            let o = chunk.origin()[d];
-            if !o.is_multiple_of(cs[d]) || chunk.shape()[d] != cs[d].min(shape[d] - o) {
+        let dims = cs
+            .iter()
+            .zip(shape)
+            .zip(cps)
+            .zip(chunk.origin().iter().zip(chunk.shape()))
+            .zip(self.shard.origin());
+        for ((((&c, &size), &per), (&o, &len)), &shard_origin) in dims {
+            if !o.is_multiple_of(c) || len != c.min(size.saturating_sub(o)) {
                 let index: Vec<u64> = chunk.origin().iter().zip(cs).map(|(o, c)| o / c).collect();
                 return Err(Error::NotAnInnerChunk {
                     region: Box::new(chunk.clone()),
@@ -469,7 +478,7 @@ impl ShardWriter {
                     example: Box::new(self.chunk_grid.cell(&index)?),
                 });
             }
-            slot = slot * cps[d] + (o - self.shard.origin()[d]) / cs[d];
+            slot = slot * per + (o - shard_origin) / c;
         }
         Ok(slot as usize)
     }

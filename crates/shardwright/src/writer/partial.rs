@@ -5,6 +5,7 @@
 use crate::buffer::{self, AllocError};
 use crate::domain::copy::{copy_block, fill_block};
 use crate::domain::Domain;
+use crate::error::Error;
 use crate::layout::Layout;
 
 /// One partly written inner chunk.
@@ -42,14 +43,10 @@ impl PartialChunk {
     }
 
     /// A chunk whose every element is already written with `raw` (a full raw chunk).
-    pub(crate) fn from_raw(
-        layout: &Layout,
-        chunk: Domain,
-        raw: Vec<u8>,
-    ) -> Result<Self, AllocError> {
+    pub(crate) fn from_raw(layout: &Layout, chunk: Domain, raw: Vec<u8>) -> Result<Self, Error> {
         let mut partial = Self::with_raw(layout, chunk.clone(), raw)?;
         let origin = vec![0; chunk.ndim()];
-        partial.mark(layout, &Domain::new(origin, chunk.shape().to_vec()));
+        partial.mark(layout, &Domain::new(origin, chunk.shape().to_vec()))?;
         Ok(partial)
     }
 
@@ -76,10 +73,16 @@ impl PartialChunk {
     }
 
     /// Copy `piece` (a block of `data`, an array of `region`) into the chunk.
-    pub(crate) fn write(&mut self, layout: &Layout, piece: &Domain, data: &[u8], region: &Domain) {
+    pub(crate) fn write(
+        &mut self,
+        layout: &Layout,
+        piece: &Domain,
+        data: &[u8],
+        region: &Domain,
+    ) -> Result<(), Error> {
         let elem = layout.element_size();
-        let at_src = piece.relative_to(region).expect("piece inside region");
-        let at_dst = piece.relative_to(&self.chunk).expect("piece inside chunk");
+        let at_src = inside(piece, region)?;
+        let at_dst = inside(piece, &self.chunk)?;
         copy_block(
             data,
             region.shape(),
@@ -90,13 +93,18 @@ impl PartialChunk {
             piece.shape(),
             elem,
         );
-        self.mark(layout, &at_dst);
+        self.mark(layout, &at_dst)
     }
 
     /// Set every element of `piece` (inside the chunk, in array coordinates) to `value`
     /// (one element's bytes).
-    pub(crate) fn write_value(&mut self, layout: &Layout, piece: &Domain, value: &[u8]) {
-        let at = piece.relative_to(&self.chunk).expect("piece inside chunk");
+    pub(crate) fn write_value(
+        &mut self,
+        layout: &Layout,
+        piece: &Domain,
+        value: &[u8],
+    ) -> Result<(), Error> {
+        let at = inside(piece, &self.chunk)?;
         fill_block(
             &mut self.raw,
             layout.chunk_shape(),
@@ -104,7 +112,7 @@ impl PartialChunk {
             at.shape(),
             value,
         );
-        self.mark(layout, &at);
+        self.mark(layout, &at)
     }
 
     /// Copy this chunk's written elements onto `base`, a full raw chunk.
@@ -116,7 +124,12 @@ impl PartialChunk {
                 let b = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let i = (w * 64 + b) * elem;
-                base[i..i + elem].copy_from_slice(&self.raw[i..i + elem]);
+                // Both are full raw chunks, so every covered element lies in both.
+                if let (Some(to), Some(from)) =
+                    (base.get_mut(i..i + elem), self.raw.get(i..i + elem))
+                {
+                    to.copy_from_slice(from);
+                }
             }
         }
     }
@@ -130,37 +143,59 @@ impl PartialChunk {
         self.n_covered = self.covered.iter().map(|w| u64::from(w.count_ones())).sum();
     }
 
-    /// Mark the elements of `block` (relative to the chunk origin) as written.
-    fn mark(&mut self, layout: &Layout, block: &Domain) {
+    /// Mark the elements of `block` (relative to the chunk origin, inside the chunk) as
+    /// written.
+    fn mark(&mut self, layout: &Layout, block: &Domain) -> Result<(), Error> {
         let shape = layout.chunk_shape();
-        let rank = shape.len();
-        let mut strides = vec![1u64; rank];
-        for d in (0..rank.saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * shape[d + 1];
-        }
-        let rows = Domain::new(
-            block.origin()[..rank - 1].to_vec(),
-            block.shape()[..rank - 1].to_vec(),
-        );
-        let row_len = block.shape()[rank - 1];
+        let (Some((_, inner)), Some((&row_origin, outer_origin)), Some((&row_len, outer_shape))) = (
+            shape.split_first(),
+            block.origin().split_last(),
+            block.shape().split_last(),
+        ) else {
+            return Err(Error::Internal("a partly written chunk of rank 0".into()));
+        };
+        // strides[d] = the product of shape[d + 1..]
+        let mut strides: Vec<u64> = inner
+            .iter()
+            .rev()
+            .scan(1u64, |acc, &n| {
+                *acc *= n;
+                Some(*acc)
+            })
+            .collect();
+        strides.reverse();
+        let (covered, n_covered) = (&mut self.covered, &mut self.n_covered);
         let mut mark_row = |start: u64| {
             for i in start..start + row_len {
-                let (w, b) = ((i / 64) as usize, i % 64);
-                if self.covered[w] & (1 << b) == 0 {
-                    self.covered[w] |= 1 << b;
-                    self.n_covered += 1;
+                let bit = 1u64 << (i % 64);
+                if let Some(word) = usize::try_from(i / 64)
+                    .ok()
+                    .and_then(|w| covered.get_mut(w))
+                {
+                    if *word & bit == 0 {
+                        *word |= bit;
+                        *n_covered += 1;
+                    }
                 }
             }
         };
-        if rank == 1 {
-            mark_row(block.origin()[0]);
-            return;
+        if outer_origin.is_empty() {
+            mark_row(row_origin);
+            return Ok(());
         }
-        let unit = vec![1u64; rank - 1];
-        let grid = crate::domain::Grid::new(rows.stop(), unit).expect("non-zero cells");
+        let rows = Domain::new(outer_origin.to_vec(), outer_shape.to_vec());
+        let grid = crate::domain::Grid::new(rows.stop(), vec![1; outer_origin.len()])?;
         for row in grid.cells_meeting(&rows) {
             let start: u64 = row.origin().iter().zip(&strides).map(|(o, s)| o * s).sum();
-            mark_row(start + block.origin()[rank - 1]);
+            mark_row(start + row_origin);
         }
+        Ok(())
     }
+}
+
+/// `piece` in the coordinates of `outer`, which holds it.
+fn inside(piece: &Domain, outer: &Domain) -> Result<Domain, Error> {
+    piece
+        .relative_to(outer)
+        .ok_or_else(|| Error::Internal(format!("{piece:?} is not inside {outer:?}")))
 }

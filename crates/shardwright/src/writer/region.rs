@@ -75,11 +75,8 @@ impl ShardWriter {
         }
         let full = self.layout.chunk_shape().to_vec();
         for chunk in self.chunk_grid.cells_meeting(region) {
-            let piece = chunk.intersect(region).expect("cells meet the region");
-            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
-            let at = piece
-                .relative_to(data_region)
-                .expect("piece inside the data");
+            let (piece, slot) = self.piece_and_slot(&chunk, region)?;
+            let at = relative(&piece, data_region)?;
             if piece == chunk {
                 let mut raw = if chunk.shape() == full.as_slice() {
                     self.slots.buffer(self.layout.raw_chunk_bytes())?
@@ -100,7 +97,7 @@ impl ShardWriter {
                 self.submit(slot, raw)?;
             } else {
                 self.write_partial(slot, chunk, |p| {
-                    p.write(&self.layout, &piece, data, data_region);
+                    p.write(&self.layout, &piece, data, data_region)
                 })?;
             }
         }
@@ -158,8 +155,7 @@ impl ShardWriter {
         let mut constant = None;
         let share = self.covers_two_whole_chunks(region);
         for chunk in self.chunk_grid.cells_meeting(region) {
-            let piece = chunk.intersect(region).expect("cells meet the region");
-            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
+            let (piece, slot) = self.piece_and_slot(&chunk, region)?;
             if piece == chunk && !share {
                 // One whole chunk: nothing to share, encode it on the pool.
                 self.write_chunk_value(&chunk, value)?;
@@ -194,7 +190,7 @@ impl ShardWriter {
         &self,
         slot: usize,
         chunk: Domain,
-        change: impl FnOnce(&mut PartialChunk),
+        change: impl FnOnce(&mut PartialChunk) -> Result<()>,
     ) -> Result<()> {
         let mut partials = self.partials();
         let mut partial = match partials.remove(&slot) {
@@ -204,7 +200,11 @@ impl ShardWriter {
                 None => PartialChunk::empty(&self.layout, chunk)?,
             },
         };
-        change(&mut partial);
+        if let Err(err) = change(&mut partial) {
+            // Elements copied but not marked as written are not part of the chunk.
+            partials.insert(slot, partial);
+            return Err(err);
+        }
         if partial.is_complete() {
             // Still under the lock: no other write of this chunk can come in between.
             let raw = partial.into_raw(&self.layout)?;
@@ -227,10 +227,9 @@ impl ShardWriter {
         let elem = self.layout.element_size();
         let full = self.layout.chunk_shape().to_vec();
         for chunk in self.chunk_grid.cells_meeting(&within) {
-            let piece = chunk.intersect(&within).expect("cells meet the region");
-            let slot = self.layout.slot_in_shard(chunk.index().expect("indexed"));
-            let in_chunk = piece.relative_to(&chunk).expect("piece inside chunk");
-            let in_out = piece.relative_to(region).expect("piece inside region");
+            let (piece, slot) = self.piece_and_slot(&chunk, &within)?;
+            let in_chunk = relative(&piece, &chunk)?;
+            let in_out = relative(&piece, region)?;
             let partial = self.partials().get(&slot).cloned();
             let raw = match partial {
                 Some(p) => {
@@ -294,8 +293,32 @@ impl ShardWriter {
         }
         for (slot, later) in partials {
             let chunk = later.chunk.clone();
-            self.write_partial(slot, chunk, |p| p.absorb(&self.layout, &later))?;
+            self.write_partial(slot, chunk, |p| {
+                p.absorb(&self.layout, &later);
+                Ok(())
+            })?;
         }
         Ok(())
+    }
+}
+
+/// `piece` (inside `outer`) in `outer`'s coordinates.
+fn relative(piece: &Domain, outer: &Domain) -> Result<Domain> {
+    piece
+        .relative_to(outer)
+        .ok_or_else(|| Error::Internal(format!("{piece:?} is not inside {outer:?}")))
+}
+
+impl ShardWriter {
+    /// The part of `region` in `chunk` (a cell of the chunk grid that meets it) and the
+    /// chunk's slot in the shard.
+    fn piece_and_slot(&self, chunk: &Domain, region: &Domain) -> Result<(Domain, usize)> {
+        let piece = chunk
+            .intersect(region)
+            .ok_or_else(|| Error::Internal(format!("{chunk:?} does not meet {region:?}")))?;
+        let index = chunk
+            .index()
+            .ok_or_else(|| Error::Internal(format!("{chunk:?} has no grid index")))?;
+        Ok((piece, self.layout.slot_in_shard(index)))
     }
 }

@@ -82,10 +82,15 @@ struct Table {
 impl Table {
     /// Put `state` in `slot`, keeping the byte count right.
     fn set(&mut self, slot: usize, state: Slot) {
-        let was_written = !matches!(self.slots[slot], Slot::Unwritten);
+        // Slots come from `ShardWriter::slot_of`, inside the shard: always in the table.
+        let Some(current) = self.slots.get(slot) else {
+            debug_assert!(false, "slot {slot} outside a table of {}", self.slots.len());
+            return;
+        };
+        let was_written = !matches!(current, Slot::Unwritten);
         let is_written = !matches!(state, Slot::Unwritten);
         self.written = self.written + usize::from(is_written) - usize::from(was_written);
-        match &self.slots[slot] {
+        match current {
             Slot::Encoded(old) => {
                 self.encoded_bytes -= old.len();
                 self.share.sub(old.len());
@@ -97,7 +102,14 @@ impl Table {
             self.encoded_bytes += new.len();
             self.share.add(new.len());
         }
-        self.slots[slot] = state;
+        if let Some(current) = self.slots.get_mut(slot) {
+            *current = state;
+        }
+    }
+
+    /// Whether `slot` waits for its encode.
+    fn pending(&self, slot: usize) -> bool {
+        matches!(self.slots.get(slot), Some(Slot::Pending(_)))
     }
 }
 
@@ -278,7 +290,7 @@ impl SlotTable {
         table.in_flight -= placeable.len();
         for (generation, slot, outcome) in placeable {
             // A slot written again since keeps the later write.
-            if !matches!(table.slots[slot], Slot::Pending(g) if g == generation) {
+            if !matches!(table.slots.get(slot), Some(Slot::Pending(g)) if *g == generation) {
                 continue;
             }
             // A failed encode must not leave its slot pending: waiters would never wake.
@@ -327,28 +339,35 @@ impl SlotTable {
     /// or `None` if the slot was not written.
     pub(crate) fn written_raw(&self, slot: usize, layout: &Layout) -> Result<Option<Vec<u8>>> {
         let encoded = {
-            let table =
-                self.wait_while(|t| t.error.is_none() && matches!(t.slots[slot], Slot::Pending(_)));
+            let table = self.wait_while(|t| t.error.is_none() && t.pending(slot));
             if let Some(err) = &table.error {
                 return Err(err.clone().into());
             }
-            match &table.slots[slot] {
-                Slot::Unwritten => return Ok(None),
-                Slot::Empty => None,
-                Slot::Encoded(bytes) => Some(bytes.clone()),
-                &Slot::Spilled { offset, len } => {
+            match table.slots.get(slot) {
+                None | Some(Slot::Unwritten) => return Ok(None),
+                Some(Slot::Empty) => None,
+                Some(Slot::Encoded(bytes)) => Some(bytes.clone()),
+                Some(&Slot::Spilled { offset, len }) => {
                     match table.spill.as_ref().and_then(|q| q.staged(offset, len)) {
                         Some(bytes) => Some(bytes.to_vec()),
                         None => {
                             // Appended, or being appended by a task that holds the sink's
                             // lock: read it back without blocking the table meanwhile.
                             drop(table);
-                            let sink = self.sink.as_ref().expect("spilled slots have a sink");
+                            let sink = self.sink.as_ref().ok_or_else(|| {
+                                crate::error::Error::Internal(
+                                    "a spilled chunk without a sink".into(),
+                                )
+                            })?;
                             Some(sink.lock().read(sink.key(), offset, len)?)
                         }
                     }
                 }
-                Slot::Pending(_) => unreachable!("waited above"),
+                Some(Slot::Pending(_)) => {
+                    return Err(crate::error::Error::Internal(format!(
+                        "slot {slot} still pending after waiting for it"
+                    )))
+                }
             }
         };
         match encoded {

@@ -99,10 +99,9 @@ impl SpillQueue {
     /// Bytes `offset..offset + len` if they are still staged.
     pub(crate) fn staged(&self, offset: u64, len: u64) -> Option<&[u8]> {
         let start = self.placed - self.staging.len() as u64;
-        (offset >= start).then(|| {
-            let from = (offset - start) as usize;
-            &self.staging[from..from + len as usize]
-        })
+        let from = usize::try_from(offset.checked_sub(start)?).ok()?;
+        self.staging
+            .get(from..from.checked_add(usize::try_from(len).ok()?)?)
     }
 
     /// Take the staging buffer, leaving `spare` (an empty buffer to reuse) in its place.
@@ -161,13 +160,17 @@ impl Sink {
     pub(crate) fn append(&self, state: &mut SinkState, mut data: Vec<u8>) {
         if !(state.aborted || state.failed.is_some() || data.is_empty()) {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if state.upload.is_none() {
-                    state.upload =
-                        Some(self.store.begin_upload(&self.key)?.ok_or_else(|| {
-                            StoreError::io(&self.key, "the store does not stream")
-                        })?);
-                }
-                state.upload.as_mut().expect("begun above").append(&[&data])
+                let upload = match &mut state.upload {
+                    Some(upload) => upload,
+                    None => {
+                        state
+                            .upload
+                            .insert(self.store.begin_upload(&self.key)?.ok_or_else(|| {
+                                StoreError::io(&self.key, "the store does not stream")
+                            })?)
+                    }
+                };
+                upload.append(&[&data])
             }));
             let failed = match outcome {
                 Ok(Ok(())) => None,
