@@ -7,6 +7,7 @@
 //! Inputs are read with [`Input`]: the first bytes pick the geometry and codecs, the rest is
 //! the bytes under test, so corpus files stay meaningful as the targets evolve.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use shardwright::domain::{Domain, Grid};
@@ -153,12 +154,30 @@ pub fn sharded_json(
     )
 }
 
+thread_local! {
+    /// Layouts by their two header bytes: parsing one costs more than most checks.
+    static LAYOUTS: std::cell::RefCell<std::collections::HashMap<(u8, u8), Rc<Layout>>> =
+        std::cell::RefCell::default();
+}
+
 /// A layout picked by the next two bytes of `input`: up to 8×8 inner chunks per shard of
 /// up to 8×8 elements, any chain of [`CHAINS`], the index with or without crc32c, at the
 /// start or the end.
-fn pick_layout(input: &mut Input<'_>) -> Result<Layout, String> {
+fn pick_layout(input: &mut Input<'_>) -> Result<Rc<Layout>, String> {
     let geometry = input.byte();
     let codecs = input.byte();
+    if let Some(layout) = LAYOUTS.with(|l| l.borrow().get(&(geometry, codecs)).cloned()) {
+        return Ok(layout);
+    }
+    let layout = Rc::new(make_layout(geometry, codecs)?);
+    LAYOUTS.with(|l| {
+        l.borrow_mut()
+            .insert((geometry, codecs), Rc::clone(&layout))
+    });
+    Ok(layout)
+}
+
+fn make_layout(geometry: u8, codecs: u8) -> Result<Layout, String> {
     let per_shard = [
         u64::from(geometry & 7) + 1,
         u64::from((geometry >> 3) & 3) + 1,

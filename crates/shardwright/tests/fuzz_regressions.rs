@@ -209,7 +209,10 @@ fn crc32c(bytes: &[u8]) -> u32 {
     !crc
 }
 
-fn replay(dir: &Path, target: &str, check: fn(&[u8]) -> checks::Check) -> usize {
+/// One target's check.
+type CheckFn = fn(&[u8]) -> checks::Check;
+
+fn replay(dir: &Path, target: &str, check: CheckFn) -> usize {
     let Ok(entries) = std::fs::read_dir(dir.join(target)) else {
         return 0;
     };
@@ -225,7 +228,7 @@ fn replay(dir: &Path, target: &str, check: fn(&[u8]) -> checks::Check) -> usize 
     count
 }
 
-const TARGETS: [(&str, fn(&[u8]) -> checks::Check); 5] = [
+const TARGETS: [(&str, CheckFn); 5] = [
     ("index", checks::index),
     ("shard", checks::shard),
     ("chunk", checks::chunk),
