@@ -359,8 +359,7 @@ pub(super) fn decode_chunks(
     if unverified {
         let kept = findings.ranges.iter().flatten().count();
         findings.problems.push(shard_problem(format!(
-            "read without the checksum, the index points to {kept} chunk(s) that decode, of \
-             {} it lists",
+            "read without its checksum, the index lists {} chunk(s), of which {kept} decode",
             findings.chunks_stored()
         )));
     }
