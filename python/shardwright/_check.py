@@ -63,9 +63,10 @@ class DamagedShard:
         """Whether the damage is gone (rewritten or removed)."""
         return self.repair in ("rewritten", "removed")
 
-    def lines(self) -> list[str]:
-        """The shard, each problem, and the repair, as ``shardwright check`` prints them."""
-        out = [f"damaged {self.key} ({self.size} bytes):"]
+    def lines(self, what: str = "shard") -> list[str]:
+        """The shard (``what``: ``"chunk"`` in an unsharded array), each problem, and the
+        repair, as ``shardwright check`` prints them."""
+        out = [f"damaged {what} {self.key} ({self.size} bytes):"]
         out += [f"  {p}" for p in self.problems]
         lost = " ".join(_coordinates(c) for c in self.lost)
         if self.repair == "rewritten":
@@ -125,7 +126,8 @@ class CheckReport:
         return text + ")"
 
     def __str__(self) -> str:
-        lines = [line for d in self.damaged for line in d.lines()]
+        what = "shard" if self.sharded else "chunk"
+        lines = [line for d in self.damaged for line in d.lines(what)]
         damage = "no damage" if self.ok else f"{len(self.damaged)} damaged"
         if self.repairing and not self.ok:
             damage += (

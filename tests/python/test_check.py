@@ -254,7 +254,7 @@ def test_targets_progress_and_read_only(tmp_path):
     assert repr(report) == (
         "CheckReport(ok=False, 4 of 4 shards stored, 12 chunks decoded, damaged=['c/0/1'])"
     )
-    assert "damaged c/0/1 (0 bytes):" in str(report)
+    assert "damaged shard c/0/1 (0 bytes):" in str(report)
 
     def stop(event):
         raise KeyboardInterrupt
