@@ -1,8 +1,10 @@
 //! A store on a local filesystem with atomic puts.
 //!
 //! [`FilesystemStore`] is here; its streaming uploads (temporary files renamed into place)
-//! are in `upload`, its versions (file identity held open) in `version`.
+//! are in `upload`, its versions (file identity held open) in `version`, and the removal
+//! of crash debris (temporary files of dead writers) in `debris`.
 
+mod debris;
 mod upload;
 mod version;
 
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[cfg(test)]
 pub(crate) use upload::TEMP_SUFFIX;
 #[cfg(test)]
-pub(crate) use upload::{temp_name, write_all_vectored, RACE};
+pub(crate) use upload::{temp_name, write_all_vectored, CREATED, RACE};
 #[cfg(test)]
 pub(crate) use version::TEST_GRANULARITY_NS;
 
@@ -24,12 +26,16 @@ use super::{check_key, check_range, Store, StoreError, Upload, Version};
 /// the same folder, flushed to disk (fsync), then renamed over the key; on any error the
 /// temporary file is removed and the old value stays. A crash can leave a temporary file
 /// (a hidden `.NAME.RANDOM.shardwright-tmp`, locked with `flock` while its writer lives),
-/// never a torn value under the key.
+/// never a torn value under the key. Such debris is removed by the first upload of a later
+/// process into its folder, and by
+/// [`remove_stale_temporaries`](FilesystemStore::remove_stale_temporaries); a file whose
+/// lock is held (a live writer's, in any process) never is.
 ///
 /// Versions are the file's identity (device, inode), size and times, and a version read
 /// with [`get_versioned`](Store::get_versioned) keeps the file open, so its inode cannot
 /// be reused meanwhile: every put makes a new file, so any put changes the version, even
-/// on filesystems with coarse timestamps. Renames onto a key happen under an advisory lock
+/// on filesystems with coarse timestamps. Only such a pinned version can pass a
+/// conditional put or delete: one rebuilt from its tag ([`Version::new`]) is a conflict. Renames onto a key happen under an advisory lock
 /// of its folder (`flock`), shared with other processes, so `put_if`'s check and rename
 /// are one step for every writer using this store.
 ///
@@ -212,5 +218,7 @@ impl Store for FilesystemStore {
     }
 }
 
+#[cfg(test)]
+mod debris_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::version::matches;
-use super::FilesystemStore;
+use super::{debris, FilesystemStore};
 use crate::store::{check_range, StoreError, Upload, Version};
 
 /// The suffix of temporary files; a file with it is never a chunk key that a Zarr
@@ -89,27 +89,44 @@ impl FilesystemStore {
                     return Err(StoreError::io(key, e));
                 }
             }
+            // The debris of dead writers in this folder goes, once per process.
+            debris::sweep_once(&folder);
             let temp = folder.join(names(&name));
             #[cfg(test)]
             race_point(&folder);
+            debris::register(&temp);
             let opened = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create_new(true)
-                .open(&temp);
-            match opened {
-                Ok(file) => break (temp, file),
+                .open(&temp)
+                .and_then(|file| {
+                    #[cfg(test)]
+                    created_point(&temp);
+                    lock_created(file, &temp)
+                });
+            let failure = match opened {
+                Ok(Some(file)) => break (temp, file),
+                // A sweeper of another process removed it before it was locked.
+                Ok(None) if retry => None,
+                Ok(None) => Some(StoreError::io(
+                    key,
+                    "another process removed each temporary file made for this upload",
+                )),
                 Err(e)
                     if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::AlreadyExists)
-                        && retry => {}
-                Err(e) => {
-                    remove_folders(&created);
-                    return Err(StoreError::io(key, e));
+                        && retry =>
+                {
+                    None
                 }
+                Err(e) => Some(StoreError::io(key, e)),
+            };
+            debris::unregister(&temp);
+            if let Some(err) = failure {
+                remove_folders(&created);
+                return Err(err);
             }
         };
-        // Advisory, for clean-ups of crash debris; a filesystem without locks still works.
-        let _ = file.try_lock();
         Ok(FileUpload {
             key: key.to_string(),
             path,
@@ -123,6 +140,28 @@ impl FilesystemStore {
             fail_dir_syncs: 0,
         })
     }
+}
+
+/// Lock the temporary file just created at `temp` (blocking only while a sweeper examines
+/// it, a moment) and check that `temp` still names it: a sweeper of another process may
+/// have taken the file, unlocked between its creation and this lock, for a dead writer's
+/// and removed it; then `None`, and the caller makes another. Where locks do not work the
+/// file is used unlocked: sweeps never remove files there.
+fn lock_created(file: File, temp: &Path) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::MetadataExt;
+    if file.lock().is_err() {
+        return Ok(Some(file));
+    }
+    let here = match fs::symlink_metadata(temp) {
+        Ok(here) => here,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            let _ = fs::remove_file(temp); // made by this upload (O_EXCL)
+            return Err(e);
+        }
+    };
+    let mine = file.metadata()?;
+    Ok(((here.dev(), here.ino()) == (mine.dev(), mine.ino())).then_some(file))
 }
 
 impl FileUpload {
@@ -215,6 +254,7 @@ impl Upload for FileUpload {
         }
         fs::rename(&self.temp, &self.path).map_err(|e| self.io(e))?;
         self.done = true;
+        debris::unregister(&self.temp);
         // Make the rename itself durable; the lock goes with the descriptor.
         self.sync_folder(&dir).map_err(|e| StoreError::NotDurable {
             key: self.key.clone(),
@@ -227,6 +267,7 @@ impl Drop for FileUpload {
     fn drop(&mut self) {
         if !self.done {
             let _ = fs::remove_file(&self.temp);
+            debris::unregister(&self.temp);
             remove_folders(&self.created);
         }
     }
@@ -280,6 +321,22 @@ fn race_point(folder: &Path) {
         .as_mut()
     {
         race(folder);
+    }
+}
+
+/// Tests: what another process does to a temporary file just created, before its upload
+/// locks it (given its path).
+#[cfg(test)]
+pub(crate) static CREATED: std::sync::Mutex<Option<RaceHook>> = std::sync::Mutex::new(None);
+
+#[cfg(test)]
+fn created_point(temp: &Path) {
+    if let Some(hook) = CREATED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_mut()
+    {
+        hook(temp);
     }
 }
 

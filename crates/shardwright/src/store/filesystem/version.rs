@@ -8,6 +8,15 @@
 //! so no other file can have it meanwhile. "The key still names the pinned inode" then
 //! means the key was not replaced, whatever the timestamps; the tag's times and size still
 //! catch a change made in place (by a writer that does not replace files).
+//!
+//! Only a pinned version can match: a version rebuilt from its tag (`Version::new`, e.g.
+//! a tag saved as a string and read back) or one from another store never does, so a
+//! conditional put or delete with it is a [`Conflict`](crate::store::StoreError::Conflict)
+//! (the caller reads the value again, which gives a pinned version). Clones share the pin.
+//! What remains out of reach: a foreign writer that changes a file *in place* (rather
+//! than replacing it, as shardwright and zarr-python 3 do) to the same size within one
+//! timestamp tick of the filesystem, and filesystems that do not keep an open file's
+//! inode number (some FUSE filesystems).
 
 use std::fs::{self, File};
 use std::io::ErrorKind;
@@ -81,11 +90,16 @@ pub(crate) fn matches(path: &Path, expected: Option<&Version>) -> std::io::Resul
     Ok(match (expected, current) {
         (None, None) => true,
         (None, Some(_)) | (Some(_), None) => false,
-        (Some(expected), Some(current)) => {
-            let same_file = expected
-                .pin::<PinnedFile>()
-                .is_none_or(|pin| (pin.dev, pin.ino) == (current.dev(), current.ino()));
-            same_file && tag_of(&current, granularity()) == expected.tag()
-        }
+        (Some(expected), Some(current)) => match expected.pin::<PinnedFile>() {
+            Some(pin) => {
+                (pin.dev, pin.ino) == (current.dev(), current.ino())
+                    && tag_of(&current, granularity()) == expected.tag()
+            }
+            // A version without its pinned file (rebuilt from its tag with
+            // `Version::new`, or another store's) cannot tell a replacement that reused
+            // the inode within one timestamp tick from the file it names: it is never
+            // taken for "unchanged", so the conditional put or delete is a conflict.
+            None => false,
+        },
     })
 }
