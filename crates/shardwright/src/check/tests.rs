@@ -2,10 +2,14 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+#[path = "test_stores.rs"]
+mod stores;
+use stores::{NoConditionalDelete, Racing, StaleSize};
+
 use super::*;
 use crate::format::{index, shard};
 use crate::layout::{ArraySpec, Compressor, IndexLocation};
-use crate::store::{MemoryStore, Store, StoreError, Version};
+use crate::store::{MemoryStore, Store};
 
 const SHAPE: [u64; 2] = [16, 20];
 const FILL: u16 = 7;
@@ -320,63 +324,6 @@ fn a_flipped_checksum_byte_loses_nothing_with_a_compressor_and_everything_withou
     assert_eq!(values(&array), expected(&[[0, 0], [0, 1], [1, 0], [1, 1]]));
 }
 
-/// A store whose conditional puts and deletes first let "another writer" replace the
-/// value (as a live writer would between the check and the repair).
-#[derive(Debug)]
-struct Racing {
-    inner: MemoryStore,
-    raced: Mutex<Vec<String>>,
-    armed: AtomicBool,
-    conditional_deletes: bool,
-}
-
-impl Racing {
-    fn race(&self, key: &str) {
-        if !self.armed.load(Ordering::SeqCst) {
-            return;
-        }
-        self.inner.put(key, &[b"the live writer's value"]).unwrap();
-        self.raced.lock().unwrap().push(key.to_string());
-    }
-}
-
-impl Store for Racing {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get(key)
-    }
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get_range(key, range)
-    }
-    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        self.inner.size(key)
-    }
-    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
-        self.inner.put(key, parts)
-    }
-    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
-        self.inner.get_versioned(key)
-    }
-    fn put_if(
-        &self,
-        key: &str,
-        parts: &[&[u8]],
-        expected: Option<&Version>,
-    ) -> Result<(), StoreError> {
-        self.race(key);
-        self.inner.put_if(key, parts, expected)
-    }
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.delete(key)
-    }
-    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
-        self.race(key);
-        self.inner.delete_if(key, expected)
-    }
-    fn deletes_conditionally(&self) -> bool {
-        self.conditional_deletes
-    }
-}
-
 #[test]
 fn a_shard_replaced_between_check_and_repair_is_not_overwritten() {
     for conditional_deletes in [true, false] {
@@ -408,45 +355,6 @@ fn a_shard_replaced_between_check_and_repair_is_not_overwritten() {
         }
         assert_eq!(store.raced.lock().unwrap().len(), 2);
         assert!(!report.all_repaired());
-    }
-}
-
-/// A memory store without a conditional delete (as object stores).
-#[derive(Debug, Default)]
-struct NoConditionalDelete(MemoryStore);
-
-impl Store for NoConditionalDelete {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(key)
-    }
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get_range(key, range)
-    }
-    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        self.0.size(key)
-    }
-    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
-        self.0.put(key, parts)
-    }
-    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
-        self.0.get_versioned(key)
-    }
-    fn put_if(
-        &self,
-        key: &str,
-        parts: &[&[u8]],
-        expected: Option<&Version>,
-    ) -> Result<(), StoreError> {
-        self.0.put_if(key, parts, expected)
-    }
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.0.delete(key)
-    }
-    fn delete_if(&self, _: &str, _: Option<&Version>) -> Result<(), StoreError> {
-        panic!("no conditional delete here")
-    }
-    fn deletes_conditionally(&self) -> bool {
-        false
     }
 }
 
@@ -537,50 +445,6 @@ fn overlapping_entries_of_an_unverified_index_are_dropped() {
     ];
     examine::drop_overlapping(&mut ranges);
     assert_eq!(ranges, vec![None, None, None, None, None, Some(30..31)]);
-}
-
-/// A memory store whose `size` of one key is off by `delta` (as if a writer replaced the
-/// value between a quick check's size and its ranged get).
-#[derive(Debug)]
-struct StaleSize(MemoryStore, i64);
-
-impl Store for StaleSize {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(key)
-    }
-    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get_range(key, range)
-    }
-    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        let size = self.0.size(key)?;
-        Ok(size.map(|s| {
-            if key == "a/c/0/0" {
-                s.saturating_add_signed(self.1)
-            } else {
-                s
-            }
-        }))
-    }
-    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
-        self.0.put(key, parts)
-    }
-    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
-        self.0.get_versioned(key)
-    }
-    fn put_if(
-        &self,
-        key: &str,
-        parts: &[&[u8]],
-        expected: Option<&Version>,
-    ) -> Result<(), StoreError> {
-        self.0.put_if(key, parts, expected)
-    }
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.0.delete(key)
-    }
-    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
-        self.0.delete_if(key, expected)
-    }
 }
 
 #[test]
