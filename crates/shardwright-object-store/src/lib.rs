@@ -35,9 +35,11 @@
 //! assert_eq!(store.get("doc-example/a.zarr/zarr.json").unwrap().unwrap(), b"{}");
 //! ```
 
+mod abandoned;
 mod runtime;
 mod upload;
 
+pub use abandoned::{AbandonedUpload, ABANDONED_AFTER};
 pub use runtime::block_on;
 pub use upload::{MAX_PARTS, PARTS_IN_FLIGHT, PART_BYTES};
 
@@ -48,6 +50,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
@@ -73,6 +76,9 @@ use shardwright::store::{check_key, Store, StoreError, Upload, Version};
 #[derive(Clone)]
 pub struct ObjectStoreBackend {
     inner: Arc<dyn ObjectStore>,
+    /// The same store's multipart calls by upload id, where it has them: uploads then
+    /// record themselves (markers) so abandoned ones can be aborted (see `abandoned`).
+    multipart: Option<Arc<dyn MultipartStore>>,
     url: String,
 }
 
@@ -93,10 +99,40 @@ fn process_memory() -> Arc<InMemory> {
 
 impl ObjectStoreBackend {
     /// Wrap `inner`; `url` is the store's root as users name it (`s3://bucket`), used in
-    /// error messages.
+    /// error messages. Its streamed uploads are not recorded, so
+    /// [`remove_abandoned_uploads`](ObjectStoreBackend::remove_abandoned_uploads) cannot
+    /// find them: prefer [`with_multipart`](ObjectStoreBackend::with_multipart) for a store
+    /// that has multipart calls by id (S3, GCS, Azure, memory).
     pub fn new(inner: Arc<dyn ObjectStore>, url: impl Into<String>) -> Self {
         Self {
             inner,
+            multipart: None,
+            url: url.into(),
+        }
+    }
+
+    /// Wrap `store`, whose multipart uploads can be aborted by id (object_store's S3, GCS,
+    /// Azure and memory stores): each streamed upload records itself in a marker object
+    /// next to its shard while it lasts, so
+    /// [`remove_abandoned_uploads`](ObjectStoreBackend::remove_abandoned_uploads) can
+    /// abort those a killed writer left. [`from_url`](ObjectStoreBackend::from_url) makes
+    /// its stores this way.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use shardwright_object_store::ObjectStoreBackend;
+    /// let store = ObjectStoreBackend::with_multipart(
+    ///     Arc::new(object_store::memory::InMemory::new()), "memory:///");
+    /// assert!(store.abandoned_uploads("", Duration::ZERO).unwrap().is_empty());
+    /// ```
+    pub fn with_multipart<S: ObjectStore + MultipartStore>(
+        store: Arc<S>,
+        url: impl Into<String>,
+    ) -> Self {
+        Self {
+            inner: store.clone(),
+            multipart: Some(store),
             url: url.into(),
         }
     }
@@ -129,30 +165,48 @@ impl ObjectStoreBackend {
                     .into(),
             ));
         }
-        let (inner, path): (Arc<dyn ObjectStore>, Path) = if parsed.scheme() == "memory" {
-            if parsed.host_str().is_some_and(|h| !h.is_empty()) {
-                return Err(config(
-                    "memory:// URLs name no host: memory:///path (three slashes)".into(),
-                ));
-            }
-            if let Some((key, _)) = options.first() {
-                return Err(config(format!(
-                    "memory:// stores take no options (given {key:?})"
-                )));
-            }
-            let path = Path::from_url_path(parsed.path()).map_err(|e| config(e.to_string()))?;
-            (process_memory(), path)
-        } else {
-            check_options(&parsed, options).map_err(config)?;
-            let (store, path) = object_store::parse_url_opts(&parsed, options.iter().copied())
-                .map_err(|e| config(e.to_string()))?;
-            (Arc::from(store), path)
-        };
+        let made: (Arc<dyn ObjectStore>, Option<Arc<dyn MultipartStore>>, Path) =
+            if parsed.scheme() == "memory" {
+                if parsed.host_str().is_some_and(|h| !h.is_empty()) {
+                    return Err(config(
+                        "memory:// URLs name no host: memory:///path (three slashes)".into(),
+                    ));
+                }
+                if let Some((key, _)) = options.first() {
+                    return Err(config(format!(
+                        "memory:// stores take no options (given {key:?})"
+                    )));
+                }
+                let path = Path::from_url_path(parsed.path()).map_err(|e| config(e.to_string()))?;
+                let memory = process_memory();
+                (
+                    memory.clone(),
+                    Some(memory as Arc<dyn MultipartStore>),
+                    path,
+                )
+            } else {
+                check_options(&parsed, options).map_err(config)?;
+                match build_multipart(&parsed, options).map_err(|e| config(e.to_string()))? {
+                    Some((store, path)) => (store.0, Some(store.1), path),
+                    None => {
+                        let (store, path) =
+                            object_store::parse_url_opts(&parsed, options.iter().copied())
+                                .map_err(|e| config(e.to_string()))?;
+                        (Arc::from(store), None, path)
+                    }
+                }
+            };
+        let (inner, multipart, path) = made;
         let root = match parsed.host_str() {
             Some(host) => format!("{}://{host}", parsed.scheme()),
             None => format!("{}://", parsed.scheme()),
         };
-        Ok((Self::new(inner, root), path.to_string()))
+        let backend = Self {
+            inner,
+            multipart,
+            url: root,
+        };
+        Ok((backend, path.to_string()))
     }
 
     /// The store's root URL, as given.
@@ -224,6 +278,61 @@ impl ObjectStoreBackend {
     }
 }
 
+/// A store and its multipart calls (the same object twice).
+type Both = (Arc<dyn ObjectStore>, Arc<dyn MultipartStore>);
+
+/// The store of `url` as its concrete type, for S3, GCS and Azure (`None` for other
+/// schemes), configured as object_store's `parse_url_opts` would (options already checked).
+fn build_multipart(
+    url: &url::Url,
+    options: &[(&str, &str)],
+) -> Result<Option<(Both, Path)>, object_store::Error> {
+    use object_store::ObjectStoreScheme as Scheme;
+    fn both<S: ObjectStore + MultipartStore>(store: S) -> Both {
+        let store = Arc::new(store);
+        (store.clone(), store)
+    }
+    let (scheme, path) = Scheme::parse(url)?;
+    let path = Path::parse(path)?;
+    let lower = |key: &str| key.to_ascii_lowercase();
+    let store = match scheme {
+        #[cfg(feature = "aws")]
+        Scheme::AmazonS3 => {
+            let mut builder = object_store::aws::AmazonS3Builder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        #[cfg(feature = "gcp")]
+        Scheme::GoogleCloudStorage => {
+            let mut builder =
+                object_store::gcp::GoogleCloudStorageBuilder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        #[cfg(feature = "azure")]
+        Scheme::MicrosoftAzure => {
+            let mut builder =
+                object_store::azure::MicrosoftAzureBuilder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((store, path)))
+}
+
 /// Refuse option keys the URL's service does not know (object_store ignores them, so a
 /// typo would silently fall back to the environment's settings).
 fn check_options(url: &url::Url, options: &[(&str, &str)]) -> Result<(), String> {
@@ -282,8 +391,13 @@ impl Store for ObjectStoreBackend {
     /// [`upload`](crate::PART_BYTES)'s notes): begun lazily, aborted when dropped.
     fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
         check_key(key)?;
-        let upload =
-            upload::MultipartShardUpload::new(self.inner.clone(), &self.url, key, self.path(key)?);
+        let upload = upload::MultipartShardUpload::new(
+            self.inner.clone(),
+            self.multipart.clone(),
+            &self.url,
+            key,
+            self.path(key)?,
+        );
         Ok(Some(Box::new(upload)))
     }
 
@@ -473,6 +587,8 @@ impl Store for ObjectStoreBackend {
     }
 }
 
+#[cfg(test)]
+mod abandoned_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -21,10 +21,15 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path;
-use object_store::{ObjectStore, PutMultipartOptions, PutOptions, PutPayload, WriteMultipart};
+use object_store::{
+    MultipartId, MultipartUpload, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult, UploadPart, WriteMultipart,
+};
 use shardwright::store::{StoreError, Upload, Version};
 
+use crate::abandoned::{marker_for, marker_payload};
 use crate::{block_on, describe};
 
 /// The size of each part but the last.
@@ -42,6 +47,8 @@ enum State {
     Sending {
         multipart: WriteMultipart,
         spool: File,
+        /// The upload's marker object (recorded uploads only), removed once it ends.
+        marker: Option<Marker>,
     },
     /// Completed: the object is stored.
     Done,
@@ -52,6 +59,8 @@ enum State {
 /// A shard on its way to an object store (see the module docs).
 pub(crate) struct MultipartShardUpload {
     inner: Arc<dyn ObjectStore>,
+    /// Multipart calls by id: with them the upload records itself in a marker.
+    by_id: Option<Arc<dyn MultipartStore>>,
     url: String,
     key: String,
     location: Path,
@@ -81,9 +90,16 @@ impl std::fmt::Debug for MultipartShardUpload {
 }
 
 impl MultipartShardUpload {
-    pub(crate) fn new(inner: Arc<dyn ObjectStore>, url: &str, key: &str, location: Path) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn ObjectStore>,
+        by_id: Option<Arc<dyn MultipartStore>>,
+        url: &str,
+        key: &str,
+        location: Path,
+    ) -> Self {
         Self {
             inner,
+            by_id,
             url: url.to_string(),
             key: key.to_string(),
             location,
@@ -125,16 +141,43 @@ impl MultipartShardUpload {
             )
         })?;
         let (inner, location) = (self.inner.clone(), self.location.clone());
+        let by_id = self.by_id.clone();
         let started = block_on(async move {
-            inner
-                .put_multipart_opts(&location, PutMultipartOptions::default())
-                .await
+            let Some(by_id) = by_id else {
+                let upload = inner
+                    .put_multipart_opts(&location, PutMultipartOptions::default())
+                    .await?;
+                return Ok((upload, None));
+            };
+            // Recorded: the marker is stored before any part, so an upload holding bytes
+            // always has one (see `abandoned`).
+            let id = by_id.create_multipart(&location).await?;
+            let marker = marker_for(&location);
+            if let Err(e) = inner.put(&marker, marker_payload(&id)).await {
+                let _ = by_id.abort_multipart(&location, &id).await;
+                return Err(e);
+            }
+            let upload: Box<dyn MultipartUpload> = Box::new(ById {
+                store: by_id,
+                location: location.clone(),
+                id,
+                next: 0,
+                parts: Arc::default(),
+            });
+            Ok((
+                upload,
+                Some(Marker {
+                    inner,
+                    path: marker,
+                }),
+            ))
         });
         match started {
-            Ok(upload) => {
+            Ok((upload, marker)) => {
                 self.state = State::Sending {
                     multipart: WriteMultipart::new_with_chunk_size(upload, PART_BYTES),
                     spool,
+                    marker,
                 };
                 Ok(())
             }
@@ -149,7 +192,10 @@ impl MultipartShardUpload {
             if matches!(self.state, State::Buffering) {
                 self.start()?;
             }
-            let State::Sending { multipart, spool } = &mut self.state else {
+            let State::Sending {
+                multipart, spool, ..
+            } = &mut self.state
+            else {
                 unreachable!("started above");
             };
             let waited = block_on(multipart.wait_for_capacity(PARTS_IN_FLIGHT));
@@ -275,13 +321,26 @@ impl Upload for MultipartShardUpload {
                     return Err(self.fail(&e));
                 }
             }
-            State::Sending { mut multipart, .. } => {
+            State::Sending {
+                mut multipart,
+                marker,
+                ..
+            } => {
                 {
                     let _runtime = crate::runtime::enter();
                     multipart.put(bytes::Bytes::from(pending));
                 }
-                // finish() aborts the upload itself when a part or the completion fails.
-                if let Err(e) = block_on(multipart.finish()) {
+                // finish() aborts the upload itself when a part or the completion fails;
+                // the marker goes either way (a failed removal only leaves a marker whose
+                // upload has ended, which a sweep removes).
+                let finished = block_on(async move {
+                    let finished = multipart.finish().await;
+                    if let Some(marker) = marker {
+                        marker.remove().await;
+                    }
+                    finished
+                });
+                if let Err(e) = finished {
                     return Err(self.fail(&e));
                 }
             }
@@ -303,10 +362,103 @@ impl Drop for MultipartShardUpload {
 /// leaves a half-sent request). Best effort: a failed abort leaves an incomplete upload,
 /// which a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes.
 fn abort(state: State) {
-    if let State::Sending { mut multipart, .. } = state {
-        let _ = block_on(async move {
+    if let State::Sending {
+        mut multipart,
+        marker,
+        ..
+    } = state
+    {
+        block_on(async move {
             while multipart.wait_for_capacity(0).await.is_err() {}
-            multipart.abort().await
+            // A failed abort keeps the marker, so a sweep can abort the upload later.
+            if multipart.abort().await.is_ok() {
+                if let Some(marker) = marker {
+                    marker.remove().await;
+                }
+            }
         });
+    }
+}
+
+/// The marker object of a recorded upload.
+struct Marker {
+    inner: Arc<dyn ObjectStore>,
+    path: Path,
+}
+
+impl Marker {
+    /// Remove the marker; best effort (one left behind names an upload that has ended,
+    /// and a sweep removes it).
+    async fn remove(self) {
+        let _ = self.inner.delete(&self.path).await;
+    }
+}
+
+/// A multipart upload through the store's calls by upload id (so the id is known, for the
+/// marker); parts as object_store's own uploads send them.
+struct ById {
+    store: Arc<dyn MultipartStore>,
+    location: Path,
+    id: MultipartId,
+    next: usize,
+    /// The parts sent, by index.
+    parts: Arc<std::sync::Mutex<Vec<Option<PartId>>>>,
+}
+
+impl std::fmt::Debug for ById {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ById")
+            .field("location", &self.location)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl MultipartUpload for ById {
+    fn put_part(&mut self, data: PutPayload) -> UploadPart {
+        let index = self.next;
+        self.next += 1;
+        let (store, location, id) = (self.store.clone(), self.location.clone(), self.id.clone());
+        let parts = Arc::clone(&self.parts);
+        Box::pin(async move {
+            let part = store.put_part(&location, &id, index, data).await?;
+            let mut parts = parts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if parts.len() <= index {
+                parts.resize(index + 1, None);
+            }
+            if let Some(slot) = parts.get_mut(index) {
+                *slot = Some(part);
+            }
+            Ok(())
+        })
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let sent: Option<Vec<PartId>> = self
+            .parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        let parts = match sent {
+            Some(parts) if parts.len() == self.next => parts,
+            _ => {
+                return Err(object_store::Error::Generic {
+                    store: "shardwright",
+                    source: "a part of the upload was not sent".into(),
+                })
+            }
+        };
+        self.store
+            .complete_multipart(&self.location, &self.id, parts)
+            .await
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.store.abort_multipart(&self.location, &self.id).await
     }
 }
