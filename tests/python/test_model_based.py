@@ -25,8 +25,9 @@ commit). An abort, or an exception inside its block, applies nothing, and the st
 bytes are checked to be unchanged. Helpers: model_helpers.py (geometries, values,
 keys), model_backends.py (backends, the worker process), model_second_process.py.
 
-CI runs a bounded number of examples (about 25 s on 2 idle cores);
-``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and ``SHARDWRIGHT_MODEL_STEPS=30``) runs long.
+CI runs a bounded number of examples (35 s on 3.12 and 32 s on 3.11 on a busy 2-core
+machine, 20 s of CPU); ``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and
+``SHARDWRIGHT_MODEL_STEPS=30``) runs long.
 Each test prints its example and step counts (``-s``).
 """
 
