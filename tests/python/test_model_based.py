@@ -23,7 +23,8 @@ model when it commits, on top of whatever the model holds then (chunks written w
 replace the stored ones; chunks written in part are merged with what is stored at the
 commit). An abort, or an exception inside its block, applies nothing, and the stored
 bytes are checked to be unchanged. Helpers: model_helpers.py (geometries, values,
-keys), model_backends.py (backends, the worker process), model_second_process.py.
+keys), model_backends.py (backends, the worker process), model_steps.py (drawing and
+running writes), model_second_process.py (the second-process rules).
 
 CI runs a bounded number of examples (35 s on 3.12 and 32 s on 3.11 on a busy 2-core
 machine, 20 s of CPU); ``SHARDWRIGHT_MODEL_EXAMPLES=2000`` (and
@@ -33,7 +34,6 @@ Each test prints its example and step counts (``-s``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import os
@@ -57,17 +57,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from model_second_process import SecondProcessRules
+from model_steps import Boom, ModelSteps
 
 EXAMPLES = int(os.environ.get("SHARDWRIGHT_MODEL_EXAMPLES", "0"))
 STEPS = int(os.environ.get("SHARDWRIGHT_MODEL_STEPS", "0"))
 COUNTS: dict[str, dict[str, int]] = {}
 
 
-class Boom(Exception):
-    """Raised inside blocks by the test."""
-
-
-class Model(SecondProcessRules, RuleBasedStateMachine):
+class Model(ModelSteps, SecondProcessRules, RuleBasedStateMachine):
     """The state machine; :func:`machine` binds it to a backend and a worker."""
 
     backend: mb.Backend
@@ -96,88 +93,6 @@ class Model(SecondProcessRules, RuleBasedStateMachine):
         self.model = mh.full_of_fill(geom)
         self.counts["examples"] += 1
         self.zarr_touched: set[tuple[int, ...]] = set()  # shards zarr-python wrote last
-
-    def value(self, data: Any, shape: tuple[int, ...], kinds: tuple[str, ...] = mh.VALUE_KINDS):
-        kind = data.draw(st.sampled_from(kinds))
-        seed = data.draw(st.integers(0, 2**32 - 1))
-        return mh.make_value(seed, kind, self.dtype, shape, self.geom.fill)
-
-    def op(self, data: Any, box: tuple[slice, ...]) -> tuple[Any, Any, Any]:
-        """``(key, value, (model_key, model_value))`` of a write of ``box``."""
-        key = mh.write_key(data, box)
-        mkey = mh.model_key(key)
-        value, mvalue = self.value(data, self.model[mkey].shape)
-        return key, value, (mkey, mvalue)
-
-    def shard_index(self, data: Any) -> tuple[int, ...]:
-        return tuple(data.draw(st.integers(0, g - 1)) for g in self.geom.grid)
-
-    def shard_box(self, index: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        sl = self.geom.shard_slices(index)
-        return tuple(s.start for s in sl), tuple(s.stop - s.start for s in sl)
-
-    def applied(self, ops: list[Any], base: np.ndarray | None = None) -> np.ndarray:
-        out = (self.model if base is None else base).copy()
-        for mkey, mvalue in ops:
-            out[mkey] = mvalue
-        return out
-
-    def unchanged_after(self, block: Any) -> None:
-        """Run ``block`` (which must raise :class:`Boom`) and check nothing was stored."""
-        before = self.backend.digest()
-        with pytest.raises(Boom):
-            block()
-        assert self.backend.digest() == before, "an aborted block changed the store"
-
-    def writer(self, index: tuple[int, ...], data: Any) -> sw.ShardWriter:
-        retries = data.draw(st.sampled_from((10, 0)))
-        if data.draw(st.booleans()):
-            return self.a.write_shard(index, retries=retries)
-        origin, shape = self.shard_box(index)
-        return self.a.write_shard(sw.Domain(origin, shape), retries=retries)
-
-    def writer_plan(self, index: tuple[int, ...], data: Any) -> list[Any]:
-        """1 to 4 writes of inner chunks or regions of the shard, often after every inner
-        chunk (so a big shard streams to its temporary file, and the chunks written again
-        afterwards replace streamed ones): ``(key, value, (model_key, model_value))``.
-        Everything is drawn before anything is written, so what is drawn never depends
-        on what the writes do."""
-        origin, shape = self.shard_box(index)
-        chunks = list(self.a.iter_chunks(within=sw.Domain(origin, shape)))
-        plan = []
-        if data.draw(st.integers(0, 3)) == 0:
-            seed = data.draw(st.integers(0, 2**32 - 1))
-            for c in chunks:
-                value, mvalue = mh.make_value(seed + len(plan), "array", self.dtype, c.shape, 0)
-                plan.append((c, value, (c.slices, mvalue)))
-        for _ in range(data.draw(st.integers(1, 4))):
-            if data.draw(st.booleans()):
-                c = chunks[data.draw(st.integers(0, len(chunks) - 1))]
-                value, mvalue = self.value(data, c.shape)
-                plan.append((c, value, (c.slices, mvalue)))
-            else:
-                plan.append(self.op(data, mh.boxes(data, origin, shape)))
-        return plan
-
-    def write_plan(self, w: Any, plan: list[Any]) -> list[Any]:
-        """Carry out ``plan`` through ``w`` (a writer or transaction); the model's ops."""
-        for key, value, _ in plan:
-            w[key] = value
-        return [mop for _, _, mop in plan]
-
-    def writer_ops(self, w: sw.ShardWriter, index: tuple[int, ...], data: Any) -> list[Any]:
-        return self.write_plan(w, self.writer_plan(index, data))
-
-    @contextlib.contextmanager
-    def refusable(self) -> Any:
-        """Inside a transaction under a small ``memory_limit``: a TransactionTooLarge
-        (whose moment depends on how far the encoders got) is noted, not raised."""
-        try:
-            yield
-        except sw.TransactionTooLarge:
-            if not self.limited:
-                raise
-            self.too_large = True
 
     # ---------------------------------------------------------------- shard writers
 
@@ -250,36 +165,6 @@ class Model(SecondProcessRules, RuleBasedStateMachine):
             self.unchanged_after(block)
 
     # ---------------------------------------------------------------- transactions
-
-    def tx_ops(self, tx: sw.Transaction, ops: list[Any], data: Any) -> None:
-        """Stage 1 to 4 writes across shards (some through ``tx.write_shard``, whose
-        block may raise and drop only its own writes); check read-your-writes."""
-        whole = ((0,) * self.a.ndim, self.a.shape)
-        plan = []
-        for _ in range(data.draw(st.integers(1, 4))):
-            kind = data.draw(st.sampled_from(("region", "region", "writer", "writer_raise")))
-            if kind == "region":
-                plan.append((kind, None, [self.op(data, mh.boxes(data, *whole))]))
-            else:
-                index = self.shard_index(data)
-                plan.append((kind, index, self.writer_plan(index, data)))
-        box = mh.boxes(data, *whole)
-        for kind, index, writes in plan:
-            with self.refusable():
-                if kind == "region":
-                    ops.extend(self.write_plan(tx, writes))
-                    continue
-                w = tx.write_shard(index)
-                if kind == "writer_raise":
-                    with pytest.raises(Boom), w:
-                        self.write_plan(w, writes)
-                        raise Boom
-                else:
-                    with w:
-                        done = self.write_plan(w, writes)
-                    ops.extend(done)
-        if not self.too_large:
-            mh.assert_exact(tx[box], self.applied(ops)[box], f"tx[{box}] (read-your-writes)")
 
     @rule(data=st.data())
     def transaction_block(self, data: Any) -> None:
