@@ -39,6 +39,8 @@ def test_missing_arrays(tmp_path):
     sw.pyramid(np.zeros((8, 8), "uint8"), image, factors=(2, 2), levels=2)
     with expect("group"):
         sw.open(image)
+    with expect("pyramid-group"):
+        sw.pyramid(image, tmp_path / "again.zarr", factors=(2, 2), levels=2)
     zarr.create_array(str(tmp_path / "v2.zarr"), shape=(4,), dtype="uint8", zarr_format=2)
     with expect("zarr-v2"):
         sw.open(tmp_path / "v2.zarr")

@@ -80,9 +80,10 @@ pub(crate) fn is_group(store: &dyn Store, path: &str) -> bool {
         .is_some_and(|v| v["node_type"] == "group")
 }
 
-/// The error for a group at `text` where an array was expected.
+/// The error for a group at `text` where an array was expected (a `NotAnArrayError`, as
+/// `sw.open` raises, for `sw.pyramid` and `sw.copy` too).
 pub(crate) fn group_error(text: &str) -> PyErr {
-    error(format!(
+    crate::errors::not_an_array(format!(
         "'{text}' is a Zarr group, not an array; name one of its arrays, e.g. '{}/0'",
         text.trim_end_matches('/')
     ))
@@ -103,6 +104,8 @@ pub(crate) fn open_named(
             shardwright::ErrorKind::NotFound => {
                 crate::errors::not_found(format!("no Zarr array at '{text}' (no zarr.json there)"))
             }
+            // A failed store call (an unreachable endpoint) is not asked again for a group.
+            _ if matches!(e, shardwright::Error::Store(_)) => crate::errors::to_py(e),
             _ if py.detach(|| is_group(store.as_ref(), path)) => group_error(text),
             _ => crate::errors::to_py(e),
         })

@@ -45,6 +45,11 @@ pub(crate) fn not_found(message: impl Into<String>) -> PyErr {
     Python::attach(|py| exception(py, "ArrayNotFoundError", message.into()))
 }
 
+/// A `NotAnArrayError` (a group where an array was expected) with `message`.
+pub(crate) fn not_an_array(message: impl Into<String>) -> PyErr {
+    Python::attach(|py| exception(py, "NotAnArrayError", message.into()))
+}
+
 /// Run `f`, turning a panic into a `ShardwrightError`.
 pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
