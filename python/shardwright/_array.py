@@ -160,7 +160,10 @@ class Array(ZarrNames):
         Growing is a metadata change (stored chunks hold the fill value past the old edge).
         Shrinking deletes the shards wholly outside the new shape and sets the elements
         past the new edge in the shards that stay to the fill value (one merge per edge
-        shard), so a later grow shows the fill value, not old data.
+        shard), so a later grow shows the fill value, not old data. Like zarr-python's, a
+        handle reads the shape when it is opened: a handle opened before another one shrank
+        the array still writes past the new edge (and a later grow shows that data), so
+        resize while no other handle writes, and reopen handles after it.
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(6,), dtype="int8",

@@ -513,20 +513,3 @@ def test_model_zarr_memory_store():
 def test_model_s3(s3_bucket, s3_client, worker):
     bucket, options = s3_bucket
     run(mb.S3Backend(bucket, options, s3_client), worker, examples=5, steps=15)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a handle opened before another handle shrank the array still writes "
-    "shards outside the new shape, so growing again shows that data, not the fill value",
-)
-def test_a_stale_handle_does_not_write_past_a_shrunk_edge(tmp_path):
-    a = sw.create(tmp_path / "a.zarr", shape=(8,), dtype="uint8", chunks=(2,), shards=(4,))
-    b = sw.open(tmp_path / "a.zarr")
-    b.resize((4,))  # deletes shard c/1
-    try:
-        a[6] = 9  # a's shape is still (8,): refusing the write is one fix
-    except sw.ShardwrightError:
-        pass
-    b.resize((8,))  # "growing again shows the fill value, not old data"
-    assert sw.open(tmp_path / "a.zarr")[...].tolist() == [0] * 8
