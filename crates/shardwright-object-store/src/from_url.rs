@@ -1,0 +1,174 @@
+//! Making a backend from a URL: the store of each service, built as its concrete type so
+//! that its multipart calls by upload id are at hand (see `abandoned`).
+
+use std::sync::{Arc, OnceLock};
+
+use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use shardwright::store::StoreError;
+
+use crate::ObjectStoreBackend;
+
+/// The one in-memory object store of the process, shared by every `memory://` URL (so an
+/// array created at `memory:///x.zarr` can be opened again at that URL).
+fn process_memory() -> Arc<InMemory> {
+    static MEMORY: OnceLock<Arc<InMemory>> = OnceLock::new();
+    MEMORY.get_or_init(|| Arc::new(InMemory::new())).clone()
+}
+
+impl ObjectStoreBackend {
+    /// The store of `url` (`s3://bucket/path`, `gs://…`, `az://…`, `abfs://…`,
+    /// `https://account.blob.core.windows.net/…`, `memory:///path`) and the path inside it.
+    /// `options`: object_store configuration keys and values (`endpoint`, `region`,
+    /// `access_key_id`, `secret_access_key`, `allow_http`, …); anything not given comes from
+    /// the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as object_store reads it.
+    ///
+    /// ```
+    /// use shardwright_object_store::ObjectStoreBackend;
+    /// let err = ObjectStoreBackend::from_url("ftp://host/x", &[]).unwrap_err();
+    /// assert!(err.to_string().contains("ftp://host/x"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`StoreError::Config`] for a URL that is not an object store's, or a configuration
+    /// key or value object_store refuses.
+    pub fn from_url(url: &str, options: &[(&str, &str)]) -> Result<(Self, String), StoreError> {
+        let config = |message: String| StoreError::Config {
+            url: url.to_string(),
+            message,
+        };
+        let parsed = url::Url::parse(url).map_err(|e| config(e.to_string()))?;
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(config(
+                "a query or fragment ('?', '#') in an object-store URL; percent-encode them \
+                 (%3F, %23) in key names"
+                    .into(),
+            ));
+        }
+        let made: (Arc<dyn ObjectStore>, Option<Arc<dyn MultipartStore>>, Path) =
+            if parsed.scheme() == "memory" {
+                if parsed.host_str().is_some_and(|h| !h.is_empty()) {
+                    return Err(config(
+                        "memory:// URLs name no host: memory:///path (three slashes)".into(),
+                    ));
+                }
+                if let Some((key, _)) = options.first() {
+                    return Err(config(format!(
+                        "memory:// stores take no options (given {key:?})"
+                    )));
+                }
+                let path = Path::from_url_path(parsed.path()).map_err(|e| config(e.to_string()))?;
+                let memory = process_memory();
+                (
+                    memory.clone(),
+                    Some(memory as Arc<dyn MultipartStore>),
+                    path,
+                )
+            } else {
+                check_options(&parsed, options).map_err(config)?;
+                match build_multipart(&parsed, options).map_err(|e| config(e.to_string()))? {
+                    Some((store, path)) => (store.0, Some(store.1), path),
+                    None => {
+                        let (store, path) =
+                            object_store::parse_url_opts(&parsed, options.iter().copied())
+                                .map_err(|e| config(e.to_string()))?;
+                        (Arc::from(store), None, path)
+                    }
+                }
+            };
+        let (inner, multipart, path) = made;
+        let root = match parsed.host_str() {
+            Some(host) => format!("{}://{host}", parsed.scheme()),
+            None => format!("{}://", parsed.scheme()),
+        };
+        let backend = Self {
+            inner,
+            multipart,
+            url: root,
+        };
+        Ok((backend, path.to_string()))
+    }
+}
+
+/// A store and its multipart calls (the same object twice).
+type Both = (Arc<dyn ObjectStore>, Arc<dyn MultipartStore>);
+
+/// The store of `url` as its concrete type, for S3, GCS and Azure (`None` for other
+/// schemes), configured as object_store's `parse_url_opts` would (options already checked).
+fn build_multipart(
+    url: &url::Url,
+    options: &[(&str, &str)],
+) -> Result<Option<(Both, Path)>, object_store::Error> {
+    use object_store::ObjectStoreScheme as Scheme;
+    fn both<S: ObjectStore + MultipartStore>(store: S) -> Both {
+        let store = Arc::new(store);
+        (store.clone(), store)
+    }
+    let (scheme, path) = Scheme::parse(url)?;
+    let path = Path::parse(path)?;
+    let lower = |key: &str| key.to_ascii_lowercase();
+    let store = match scheme {
+        #[cfg(feature = "aws")]
+        Scheme::AmazonS3 => {
+            let mut builder = object_store::aws::AmazonS3Builder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        #[cfg(feature = "gcp")]
+        Scheme::GoogleCloudStorage => {
+            let mut builder =
+                object_store::gcp::GoogleCloudStorageBuilder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        #[cfg(feature = "azure")]
+        Scheme::MicrosoftAzure => {
+            let mut builder =
+                object_store::azure::MicrosoftAzureBuilder::new().with_url(url.to_string());
+            for &(key, value) in options {
+                if let Ok(key) = lower(key).parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            both(builder.build()?)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((store, path)))
+}
+
+/// Refuse option keys the URL's service does not know (object_store ignores them, so a
+/// typo would silently fall back to the environment's settings).
+fn check_options(url: &url::Url, options: &[(&str, &str)]) -> Result<(), String> {
+    use object_store::ObjectStoreScheme as Scheme;
+    let (scheme, _) = Scheme::parse(url).map_err(|e| e.to_string())?;
+    for &(key, _) in options {
+        let known = match scheme {
+            #[cfg(feature = "aws")]
+            Scheme::AmazonS3 => key.parse::<object_store::aws::AmazonS3ConfigKey>().is_ok(),
+            #[cfg(feature = "gcp")]
+            Scheme::GoogleCloudStorage => key.parse::<object_store::gcp::GoogleConfigKey>().is_ok(),
+            #[cfg(feature = "azure")]
+            Scheme::MicrosoftAzure => key.parse::<object_store::azure::AzureConfigKey>().is_ok(),
+            _ => false,
+        };
+        if !known {
+            return Err(format!(
+                "unknown storage option {key:?} for {}:// (object_store configuration keys, \
+                 e.g. endpoint, region, access_key_id, secret_access_key, allow_http)",
+                url.scheme()
+            ));
+        }
+    }
+    Ok(())
+}
