@@ -18,7 +18,8 @@ from . import _core
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``shardwright ARGS...``; returns the exit code (0 ok, 1 failed, 2 bad usage)."""
+    """Run ``shardwright ARGS...``; returns the exit code (0 ok, 1 failed, 2 bad usage;
+    ``check``: 3 damage found, 4 all damage repaired)."""
     args = sys.argv[1:] if argv is None else argv
     return _core.run_cli(["shardwright", *args])
 

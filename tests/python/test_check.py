@@ -5,7 +5,7 @@ Every stored shard's index (length, CRC-32C, byte ranges) is verified and every 
 decoded (``quick``: the index only); damage is reported with the shard's key and the
 chunk's coordinates; ``repair`` rewrites a damaged shard with the chunks that still decode
 (zarr-python then reads them exactly as written, the rest as the fill value). The CLI exits
-0 clean, 1 damage found, 2 could not run, 3 all damage repaired. That a repair never
+0 clean, 1 could not run, 3 damage found, 4 all damage repaired. That a repair never
 overwrites a shard changed since it was checked is tested in Rust (a store that lets a
 "live writer" in between: crates/shardwright/src/check/tests.rs).
 """
@@ -192,7 +192,7 @@ def test_the_command_line_reports_and_exits_non_zero(tmp_path):
     path = array.path / KEY
     path.write_bytes(damage(path.read_bytes(), "end", "chunk_byte"))
     out = cli(str(array.path), "--quiet")
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 3, out.stderr
     assert f"damaged shard {KEY} (" in out.stdout
     assert "  chunk 0,3: " in out.stdout
     assert "check: 4 of 4 shards stored" in out.stdout and "1 damaged" in out.stdout
@@ -202,9 +202,9 @@ def test_the_command_line_reports_and_exits_non_zero(tmp_path):
     assert report["ok"] is False
     assert report["damaged"][0]["key"] == KEY
     assert report["damaged"][0]["problems"][0]["chunk"] == list(CHUNK)
-    assert cli(str(tmp_path / "nothing.zarr")).returncode == 2
+    assert cli(str(tmp_path / "nothing.zarr")).returncode == 1
     fixed = cli(str(array.path), "--repair", "--quiet")
-    assert fixed.returncode == 3, fixed.stdout + fixed.stderr
+    assert fixed.returncode == 4, fixed.stdout + fixed.stderr
     assert "repaired: 3 chunk(s) kept, 1 lost (now the fill value): 0,3" in fixed.stdout
     assert cli(str(array.path)).returncode == 0
 

@@ -1,8 +1,8 @@
 //! `shardwright check PATH`: verify every stored shard of an array (index checksum, byte
 //! ranges, every inner chunk decoded), report the damaged ones, and with `--repair` mend
-//! them. Exit status: 0 no damage, 1 damage found (left, or some of it not repaired), 2 the
-//! check could not run (bad usage, no array, storage failing), 3 damage found and all of it
-//! repaired.
+//! them. Exit status: 0 no damage, 1 the check could not run (no array, storage failing:
+//! as every command's failure), 2 bad usage (as every command), 3 damage found and left (or
+//! some of it not repaired), 4 damage found and all of it repaired.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -21,12 +21,13 @@ const MIB: f64 = (1 << 20) as f64;
 
 /// No damage found.
 pub(crate) const CLEAN: i32 = 0;
-/// Damage found and left (without `--repair`, or some repair skipped or failed).
-pub(crate) const DAMAGED: i32 = 1;
-/// The check could not run.
-pub(crate) const FAILED: i32 = 2;
+/// The check could not run (the status of every command's failure).
+pub(crate) const FAILED: i32 = 1;
+/// Damage found and left (without `--repair`, or some repair skipped or failed); 2 is
+/// clap's, for a command line that does not parse.
+pub(crate) const DAMAGED: i32 = 3;
 /// Damage found, and every damaged shard repaired.
-pub(crate) const REPAIRED: i32 = 3;
+pub(crate) const REPAIRED: i32 = 4;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {

@@ -50,15 +50,15 @@ enum Command {
     Bench(bench::Args),
     /// Verify every stored shard of the array at PATH (index checksum, byte ranges, every
     /// inner chunk decoded) and report the damaged ones; --repair mends them. Exit status:
-    /// 0 no damage, 1 damage found, 2 the check could not run, 3 all damage repaired.
+    /// 0 no damage, 1 the check could not run, 3 damage found, 4 all damage repaired.
     Check(check::Args),
 }
 
 /// Run the command line `args` (the program name first) and return the process exit code:
 /// 0 on success, 1 when the command failed (the error is printed on stderr), 2 for a
 /// command line that does not parse (clap's message on stderr; `--help` and `--version`
-/// print on stdout and return 0; `check` has its own: 0 clean, 1 damage found, 2 could not
-/// run, 3 all damage repaired). Never exits the process.
+/// print on stdout and return 0; `check` adds 3 for damage found and 4 for damage found
+/// and all of it repaired). Never exits the process.
 ///
 /// ```
 /// assert_eq!(shardwright_cli::run(["shardwright", "--version"]), 0);
