@@ -92,28 +92,27 @@ fn merges_survive_a_fault_at_every_call() {
         let run = Run::new(Backend::Memory);
         merge_regions(&Array::create(run.inner, PATH, &g.spec()).unwrap())
     };
-    for backend in [Backend::Memory] {
-        let s = sweep(
-            "merge",
-            backend,
-            &|store| {
-                fill_json(Arc::clone(store), &json, old);
-            },
-            &|store| {
-                let array = Array::open(store, PATH)?;
-                for (shard, region) in array.shards().zip(&regions) {
-                    let w = array.shard_writer(&shard)?;
-                    w.write_region(region, &block(region, new))?;
-                    w.commit()?;
-                }
-                Ok(())
-            },
-            &|d| block(d, old),
-            &|d| patched(d, &regions, new, old),
-        );
-        eprintln!("merge ({backend:?}): {s:?}");
-        assert!(s.injected > 10);
-    }
+    let backend = Backend::Memory;
+    let s = sweep(
+        "merge",
+        backend,
+        &|store| {
+            fill_json(Arc::clone(store), &json, old);
+        },
+        &|store| {
+            let array = Array::open(store, PATH)?;
+            for (shard, region) in array.shards().zip(&regions) {
+                let w = array.shard_writer(&shard)?;
+                w.write_region(region, &block(region, new))?;
+                w.commit()?;
+            }
+            Ok(())
+        },
+        &|d| block(d, old),
+        &|d| patched(d, &regions, new, old),
+    );
+    eprintln!("merge ({backend:?}): {s:?}");
+    assert!(s.injected > 10);
 }
 
 #[test]
@@ -158,33 +157,32 @@ fn streaming_uploads_survive_a_fault_at_every_call() {
     let kept = Domain::new(vec![640, 768], vec![128, 768]);
     let json = with_chunk_checksums(&g);
     // The memory store streams too, but only the filesystem's uploads leave temporaries.
-    for backend in [Backend::Memory] {
-        let s = sweep(
-            "streaming",
-            backend,
-            &|store| {
-                fill_json(Arc::clone(store), &json, noise);
-            },
-            &|store| {
-                let array = Array::open(store, PATH)?;
-                for shard in array.shards() {
-                    let w = array.shard_writer(&shard)?;
-                    for c in w.inner_chunks() {
-                        if kept.intersect(&c).is_some_and(|i| !i.is_empty()) {
-                            continue;
-                        }
-                        w.write_chunk(&c, &block(&c, noise_new))?;
+    let backend = Backend::Memory;
+    let s = sweep(
+        "streaming",
+        backend,
+        &|store| {
+            fill_json(Arc::clone(store), &json, noise);
+        },
+        &|store| {
+            let array = Array::open(store, PATH)?;
+            for shard in array.shards() {
+                let w = array.shard_writer(&shard)?;
+                for c in w.inner_chunks() {
+                    if kept.intersect(&c).is_some_and(|i| !i.is_empty()) {
+                        continue;
                     }
-                    w.commit()?;
+                    w.write_chunk(&c, &block(&c, noise_new))?;
                 }
-                Ok(())
-            },
-            &|d| block(d, noise),
-            &|d| patched(d, std::slice::from_ref(&kept), noise, noise_new),
-        );
-        eprintln!("streaming ({backend:?}): {s:?}");
-        assert!(s.injected > 10);
-    }
+                w.commit()?;
+            }
+            Ok(())
+        },
+        &|d| block(d, noise),
+        &|d| patched(d, std::slice::from_ref(&kept), noise, noise_new),
+    );
+    eprintln!("streaming ({backend:?}): {s:?}");
+    assert!(s.injected > 10);
 }
 
 #[test]
