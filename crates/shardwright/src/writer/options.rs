@@ -61,7 +61,8 @@ impl WriterOptions {
     /// Rewrite a stored shard that is corrupt (bad index checksum, entries outside the
     /// shard, a partly rewritten inner chunk that does not decode) from the staged data and
     /// the fill value, instead of failing. Untouched inner chunks are copied as bytes, not
-    /// decoded, so corruption inside them is not detected here.
+    /// decoded: corruption inside them is detected only where the inner codec chain ends
+    /// with `crc32c` (such a chunk is then dropped, i.e. becomes the fill value).
     #[must_use]
     pub fn overwrite_corrupt(mut self, yes: bool) -> Self {
         self.overwrite_corrupt = yes;
