@@ -20,6 +20,9 @@ from conftest import assert_same
 PREFIX = "stream/a.zarr"
 
 
+MARKER = ".shardwright-upload"  # the suffix of a multipart upload's marker object
+
+
 def _chunk(c: sw.Domain, salt: int = 0) -> np.ndarray:
     """Low-entropy data (one random bit per element): 64³ uint16 chunks encode to about
     40 KiB, so a 256³ shard (64 chunks) is ~2.6 MiB and a 512³ one ~20 MiB: several parts."""
@@ -46,7 +49,17 @@ def _expected(a: sw.Array, salt=lambda c: 0) -> np.ndarray:
 
 
 def _shard_requests(proxy: s3.FaultProxy) -> list[tuple[str, str]]:
-    return [(r.method, r.query) for r in proxy.matching(path_contains=f"{PREFIX}/c/")]
+    """The requests on shard keys (not on the upload markers beside them)."""
+    return [
+        (r.method, r.query)
+        for r in proxy.matching(path_contains=f"{PREFIX}/c/")
+        if not r.path.endswith(MARKER)
+    ]
+
+
+def _shard_keys(s3_client, bucket: str) -> list[str]:
+    """The stored keys under the shard prefix, but the upload markers."""
+    return [k for k in s3.list_keys(s3_client, bucket, f"{PREFIX}/c/") if not k.endswith(MARKER)]
 
 
 @pytest.mark.heavy  # memory, streaming or kill test: run on the primary Python only
@@ -64,8 +77,12 @@ def test_a_shard_larger_than_a_part_streams_as_a_multipart_upload(s3_proxy, s3_c
                 # parts went out while writing; the object does not exist yet
                 assert ("POST", "uploads=") in sent, sent
                 assert sum(m == "PUT" and "partNumber=" in q for m, q in sent) >= 1, sent
-                assert s3.list_keys(s3_client, bucket, f"{PREFIX}/c/") == []
+                assert _shard_keys(s3_client, bucket) == []
     requests = _shard_requests(proxy)
+    # the upload's id is recorded in a marker before the first part, removed after completing
+    # (object_store deletes with a bucket-level POST ?delete, which names no key in its path)
+    assert [r.method for r in proxy.matching(path_contains=MARKER)] == ["PUT"]
+    assert not [k for k in s3.list_keys(s3_client, bucket, PREFIX) if k.endswith(MARKER)]
     parts = [q for m, q in requests if m == "PUT" and "partNumber=" in q]
     assert len(parts) >= 2, requests
     assert [m for m, q in requests if "partNumber=" not in q] == ["POST", "POST"], requests
@@ -112,7 +129,10 @@ def test_a_merge_after_streaming_is_one_conditional_put(s3_proxy, s3_client):
         and "partNumber" not in r.query
         and "uploads" not in r.query
         and r.status < 300
+        and not r.path.endswith(MARKER)
     ]
+    assert [r.method for r in requests if r.path.endswith(MARKER)] == ["PUT"]
+    assert not [k for k in s3.list_keys(s3_client, bucket, PREFIX) if k.endswith(MARKER)]
     assert len(final) == 1 and final[0].method == "PUT" and "if-match" in final[0].headers
     assert s3.multipart_uploads(s3_client, bucket) == []
     assert_same(a[...], _expected(a, lambda c: 0 if c == first else 1))
