@@ -48,7 +48,7 @@ for target in $targets; do
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -malloc_limit_mb="$(malloc_limit "$target")" -print_final_stats=1 \
         -artifact_prefix="artifacts/$target/" 2>&1 |
-        grep -E '^#[0-9]+ +DONE|^stat::number_of_executed_units|ERROR|panicked|SUMMARY|Test unit written'
+        grep -E '^#[0-9]+[[:space:]]+DONE|^stat::number_of_executed_units|ERROR|panicked|SUMMARY|Test unit written'
     status=${PIPESTATUS[0]}
     set -e
     rm -rf "$work"
