@@ -88,7 +88,10 @@ class CheckReport:
     ``(key, chunk coordinates)`` of every chunk a repair made the fill value;
     ``complete``: every shard was checked. Totals: ``shards_total`` (the grid),
     ``shards_stored``, ``chunks_checked`` (listed by the indexes), ``chunks_decoded``,
-    ``bytes_read``, ``seconds``. ``str()`` is the text ``shardwright check`` prints."""
+    ``bytes_read``, ``seconds``. ``debris``: ``(key, what)`` of the crash debris found
+    under the array (stale temporary files of dead writers, abandoned multipart uploads;
+    not damage), removed when repairing. ``str()`` is the text ``shardwright check``
+    prints."""
 
     ok: bool
     complete: bool
@@ -102,6 +105,7 @@ class CheckReport:
     bytes_read: int
     seconds: float
     damaged: tuple[DamagedShard, ...]
+    debris: tuple[tuple[str, str], ...] = ()
 
     @property
     def repaired(self) -> list[DamagedShard]:
@@ -128,6 +132,8 @@ class CheckReport:
     def __str__(self) -> str:
         what = "shard" if self.sharded else "chunk"
         lines = [line for d in self.damaged for line in d.lines(what)]
+        done = "removed" if self.repairing else "left (--repair removes it)"
+        lines += [f"debris {key}: {kind}: {done}" for key, kind in self.debris]
         damage = "no damage" if self.ok else f"{len(self.damaged)} damaged"
         if self.repairing and not self.ok:
             damage += (
@@ -176,6 +182,7 @@ def _report(text: str) -> CheckReport:
         bytes_read=r["bytes_read"],
         seconds=r["seconds"],
         damaged=tuple(_damaged(d) for d in r["damaged"]),
+        debris=tuple((d["key"], d["what"]) for d in r["debris"]),
     )
 
 

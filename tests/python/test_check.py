@@ -288,3 +288,25 @@ def test_an_object_store_array(s3_bucket, s3_client):
     expected = data()
     expected[0:4, 15:20] = FILL
     np.testing.assert_array_equal(sw.open(url, storage_options=options)[...], expected)
+
+
+def test_crash_debris_is_listed_and_removed_by_a_repair(tmp_path):
+    """A temporary file a killed writer left is debris (not damage): listed, exit 0,
+    removed by ``repair``; zarr-python reads the array the same before and after."""
+    import zarr
+
+    array, d = make(tmp_path, "shardwright", "end")
+    stale = array.path / "c" / "0" / ".1.00000000deadbeef.shardwright-tmp"
+    stale.write_bytes(b"half a shard")
+    report = sw.check(array.path)
+    assert report.ok and report.debris == (
+        ("c/0/.1.00000000deadbeef.shardwright-tmp", "stale temporary file of a dead writer"),
+    )
+    out = cli(str(array.path), "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert "debris c/0/.1.00000000deadbeef.shardwright-tmp: stale temporary file" in out.stdout
+    assert "left (--repair removes it)" in out.stdout
+    assert stale.exists()
+    assert len(sw.check(array.path, repair=True).debris) == 1
+    assert not stale.exists() and sw.check(array.path).debris == ()
+    np.testing.assert_array_equal(zarr.open_array(str(array.path), mode="r")[...], d)

@@ -134,7 +134,8 @@ fn checked(args: &Args) -> Result<CheckReport, Failure> {
     Ok(report)
 }
 
-/// One block of lines per damaged shard: its key and size, each problem, the repair.
+/// One block of lines per damaged shard: its key and size, each problem, the repair; then
+/// one line per piece of crash debris.
 fn describe(report: &CheckReport) -> Vec<String> {
     let what = if report.sharded { "shard" } else { "chunk" };
     let mut lines = Vec::new();
@@ -145,6 +146,12 @@ fn describe(report: &CheckReport) -> Vec<String> {
             lines.push(format!("  {repair}"));
         }
     }
+    let done = if report.repair {
+        "removed"
+    } else {
+        "left (--repair removes it)"
+    };
+    lines.extend(report.debris.iter().map(|d| format!("debris {d}: {done}")));
     lines
 }
 

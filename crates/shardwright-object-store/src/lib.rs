@@ -56,7 +56,7 @@ use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     UpdateVersion,
 };
-use shardwright::store::{check_key, Store, StoreError, Upload, Version};
+use shardwright::store::{check_key, Debris, Store, StoreError, Upload, Version};
 
 /// A [`Store`] over an [`object_store::ObjectStore`]. Keys are object paths from the
 /// store's root (the bucket or container), e.g. `path/fish.zarr/c/0/0/0`.
@@ -424,6 +424,33 @@ impl Store for ObjectStoreBackend {
 
     fn deletes_conditionally(&self) -> bool {
         false
+    }
+
+    /// The multipart uploads under `prefix` recorded more than [`ABANDONED_AFTER`] ago
+    /// (aborted, with their markers removed, when `remove`); none for a store made without
+    /// abort-by-id ([`ObjectStoreBackend::new`]), whose uploads are not recorded.
+    fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
+        if self.multipart.is_none() {
+            return Ok(Vec::new());
+        }
+        let found = if remove {
+            self.remove_abandoned_uploads(prefix, ABANDONED_AFTER)?
+        } else {
+            self.abandoned_uploads(prefix, ABANDONED_AFTER)?
+        };
+        Ok(found
+            .into_iter()
+            .map(|upload| {
+                let age = upload.started.elapsed().map_or(0, |d| d.as_secs() / 3600);
+                Debris {
+                    what: format!(
+                        "abandoned multipart upload {} of '{}' (begun {age} h ago)",
+                        upload.upload_id, upload.key
+                    ),
+                    key: upload.marker,
+                }
+            })
+            .collect())
     }
 }
 

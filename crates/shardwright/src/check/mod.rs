@@ -23,9 +23,13 @@
 //! they decode (a compressor or a checksum): the index is then read without its checksum,
 //! and each chunk whose range lies in the shard, overlaps no other and decodes is kept.
 //! Every rewrite is one atomic conditional put on the version that was checked
-//! ([`Store::put_if`]), so a shard a live writer replaced meanwhile is never overwritten:
+//! ([`Store::put_if`](crate::store::Store::put_if)), so a shard a live writer replaced meanwhile is never overwritten:
 //! it is reported [`Repair::Skipped`]. A damaged chunk of an unsharded array is deleted
 //! conditionally (or, on stores without a conditional delete, replaced by the fill chunk).
+//!
+//! A complete check also lists the crash debris under the array ([`Store::debris`](crate::store::Store::debris): stale
+//! temporary files of dead writers, abandoned multipart uploads), and a repair removes it;
+//! debris is not damage (no stored value depends on it), so it leaves the report clean.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -171,6 +175,9 @@ pub fn check(
             report.complete = false;
             break;
         }
+    }
+    if report.complete {
+        report.debris = array.store().debris(array.path(), options.repair)?;
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use crate::store::Debris;
+
 /// One thing wrong with a stored shard: in one of its inner chunks (`chunk`: its global
 /// chunk grid coordinates) or in the shard as a whole (`chunk: None`, e.g. its index).
 ///
@@ -191,6 +193,11 @@ pub struct CheckReport {
     pub seconds: f64,
     /// Whether every shard was checked (false: stopped by the progress callback).
     pub complete: bool,
+    /// Crash debris under the array (stale temporary files of dead writers, abandoned
+    /// multipart uploads; see [`Store::debris`](crate::store::Store::debris)), removed
+    /// when [`repair`](CheckReport::repair) is set. Debris is not damage: the stored data
+    /// is unaffected by it.
+    pub debris: Vec<Debris>,
 }
 
 impl CheckReport {
@@ -241,6 +248,11 @@ impl CheckReport {
             "bytes_read": self.bytes_read,
             "seconds": self.seconds,
             "damaged": self.damaged.iter().map(DamagedShard::to_json).collect::<Vec<_>>(),
+            "debris": self
+                .debris
+                .iter()
+                .map(|d| json!({"key": d.key, "what": d.what, "removed": self.repair}))
+                .collect::<Vec<_>>(),
         })
     }
 }

@@ -467,3 +467,26 @@ fn a_quick_check_confirms_damage_on_one_read_of_the_whole_shard() {
         );
     }
 }
+
+#[test]
+fn crash_debris_is_listed_and_removed_by_a_repair_never_a_live_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(crate::store::FilesystemStore::new(dir.path()));
+    let array = written(store.clone(), &spec(IndexLocation::End).to_json().unwrap());
+    // What a writer killed mid-upload leaves: a temporary file nobody holds a lock on.
+    let dead = dir.path().join("a/c/0/.0.0123456789abcdef.shardwright-tmp");
+    std::fs::write(&dead, b"half a shard").unwrap();
+    // A live writer's temporary file (its upload holds the lock) must survive.
+    let live = store.begin_upload("a/c/1/1").unwrap().unwrap();
+    let report = run(&array, true, false);
+    assert!(report.is_clean());
+    let keys: Vec<&str> = report.debris.iter().map(|d| d.key.as_str()).collect();
+    assert_eq!(keys, ["a/c/0/.0.0123456789abcdef.shardwright-tmp"]);
+    assert_eq!(report.to_json()["debris"][0]["removed"], false);
+    assert!(dead.exists());
+    let repaired = run(&array, true, true);
+    assert_eq!(repaired.debris.len(), 1);
+    assert!(!dead.exists());
+    assert!(run(&array, false, false).debris.is_empty());
+    drop(live);
+}

@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Store, StoreError, Upload, Version};
+use super::{Debris, Store, StoreError, Upload, Version};
 
 /// An operation of the [`Store`] and [`Upload`] traits that a [`FaultyStore`] counts and
 /// can make fail. [`Store::get_versioned`] counts as a [`Get`](FaultOp::Get).
@@ -568,5 +568,9 @@ impl Store for FaultyStore {
             || self.inner.delete_if(key, expected),
             |_| None,
         )
+    }
+
+    fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
+        self.inner.debris(prefix, remove)
     }
 }

@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use super::{Store, StoreError, Upload, Version};
+use super::{Debris, Store, StoreError, Upload, Version};
 
 /// One call seen by an [`InstrumentedStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,5 +261,9 @@ impl Store for InstrumentedStore {
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.record(IoEvent::Delete(key.into()), |c| c.deletes += 1);
         self.inner.delete(key)
+    }
+
+    fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
+        self.inner.debris(prefix, remove)
     }
 }

@@ -320,6 +320,44 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn deletes_conditionally(&self) -> bool {
         true
     }
+
+    /// Crash debris under `prefix`: what killed writers left behind — a filesystem's stale
+    /// temporary files (whose writer's lock is gone), an object store's abandoned multipart
+    /// uploads (recorded older than a day) — removed too when `remove` is true. Never a
+    /// live writer's. The default (stores whose writes leave nothing behind): none.
+    ///
+    /// ```
+    /// use shardwright::store::{MemoryStore, Store};
+    /// assert!(MemoryStore::new().debris("a.zarr", true).unwrap().is_empty());
+    /// ```
+    ///
+    /// # Errors
+    /// [`StoreError`] if listing or removing fails (what was removed before stays removed).
+    fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
+        let _ = (prefix, remove);
+        Ok(Vec::new())
+    }
+}
+
+/// One piece of crash debris found by [`Store::debris`]: its key and what it is.
+///
+/// ```
+/// let d = shardwright::store::Debris { key: "a/c/.0.1f.shardwright-tmp".into(),
+///     what: "stale temporary file of a dead writer".into() };
+/// assert_eq!(d.to_string(), "a/c/.0.1f.shardwright-tmp: stale temporary file of a dead writer");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Debris {
+    /// The key (of the temporary file, or of the marker recording the upload).
+    pub key: String,
+    /// What it is.
+    pub what: String,
+}
+
+impl fmt::Display for Debris {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.what)
+    }
 }
 
 /// Check that `key` is a relative path of non-empty parts other than `.` and `..`.

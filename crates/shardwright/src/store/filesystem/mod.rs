@@ -20,7 +20,7 @@ pub(crate) use upload::{temp_name, write_all_vectored, CREATED, RACE};
 #[cfg(test)]
 pub(crate) use version::TEST_GRANULARITY_NS;
 
-use super::{check_key, check_range, Store, StoreError, Upload, Version};
+use super::{check_key, check_range, Debris, Store, StoreError, Upload, Version};
 
 /// A store rooted at a folder. `put` is atomic: the value is written to a temporary file in
 /// the same folder, flushed to disk (fsync), then renamed over the key; on any error the
@@ -215,6 +215,22 @@ impl Store for FilesystemStore {
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.remove(key, None)
+    }
+
+    /// The stale temporary files under `prefix` (see [`FilesystemStore::stale_temporaries`]).
+    fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
+        let keys = if remove {
+            self.remove_stale_temporaries(prefix)?
+        } else {
+            self.stale_temporaries(prefix)?
+        };
+        Ok(keys
+            .into_iter()
+            .map(|key| Debris {
+                key,
+                what: "stale temporary file of a dead writer".into(),
+            })
+            .collect())
     }
 }
 
