@@ -174,6 +174,10 @@ def test_urls():
         sw.open("s3://")
     with expect("storage-option"):
         sw.open("s3://bucket/x.zarr", storage_options={"no_such_option": "1"})
+    with expect("endpoint-not-url"):  # object_store panicked on it ("request valid")
+        sw.open("s3://bucket/x.zarr", storage_options={"endpoint": "not a url"})
+    with expect("endpoint-plain-http"):
+        sw.open("s3://bucket/x.zarr", storage_options={"endpoint": "http://127.0.0.1:9"})
 
 
 def test_conflict(s3_bucket, s3_proxy):

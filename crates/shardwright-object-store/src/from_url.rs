@@ -170,5 +170,40 @@ fn check_options(url: &url::Url, options: &[(&str, &str)]) -> Result<(), String>
             ));
         }
     }
+    check_endpoints(options)
+}
+
+/// Endpoints must be http(s) URLs (object_store panics on one it cannot make a request
+/// of), and a plain-HTTP one needs `allow_http` (object_store's refusal says only
+/// "builder error").
+fn check_endpoints(options: &[(&str, &str)]) -> Result<(), String> {
+    let truthy = |v: &str| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes");
+    let allow_http = options
+        .iter()
+        .any(|&(k, v)| k.to_ascii_lowercase().ends_with("allow_http") && truthy(v))
+        || [
+            "AWS_ALLOW_HTTP",
+            "ALLOW_HTTP",
+            "GOOGLE_ALLOW_HTTP",
+            "AZURE_ALLOW_HTTP",
+        ]
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|v| truthy(&v)));
+    for &(key, value) in options {
+        if !key.to_ascii_lowercase().contains("endpoint") {
+            continue;
+        }
+        let endpoint = url::Url::parse(value)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+            .ok_or_else(|| {
+                format!("storage option {key}={value:?} is not an http(s) URL with a host")
+            })?;
+        if endpoint.scheme() == "http" && !allow_http {
+            return Err(format!(
+                "storage option {key}={value:?} is plain HTTP: also pass allow_http='true'"
+            ));
+        }
+    }
     Ok(())
 }

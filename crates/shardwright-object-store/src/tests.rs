@@ -343,3 +343,29 @@ fn errors_name_the_store_the_key_and_the_status() {
     assert!(err.contains("s3://bucket"), "{err}");
     assert!(err.contains("a.zarr/zarr.json"), "{err}");
 }
+
+#[test]
+fn endpoints_that_are_not_http_urls_are_refused_not_a_panic() {
+    let refused = |options: &[(&str, &str)]| match ObjectStoreBackend::from_url("s3://b/a", options)
+    {
+        Err(StoreError::Config { message, .. }) => message,
+        other => panic!("expected a Config error, got {other:?}"),
+    };
+    // object_store 0.14.2 panics ("request valid") on the first request to such an endpoint.
+    let message = refused(&[("endpoint", "not a url")]);
+    assert!(
+        message.contains("endpoint=\"not a url\" is not an http(s) URL"),
+        "{message}"
+    );
+    let message = refused(&[("aws_endpoint", "ftp://host")]);
+    assert!(message.contains("is not an http(s) URL"), "{message}");
+    if std::env::var("AWS_ALLOW_HTTP").is_err() && std::env::var("ALLOW_HTTP").is_err() {
+        let message = refused(&[("endpoint", "http://127.0.0.1:9")]);
+        assert!(
+            message.contains("plain HTTP: also pass allow_http='true'"),
+            "{message}"
+        );
+    }
+    let allowed = [("endpoint", "http://127.0.0.1:9"), ("allow_http", "true")];
+    assert!(ObjectStoreBackend::from_url("s3://b/a", &allowed).is_ok());
+}
