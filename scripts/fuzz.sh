@@ -7,7 +7,10 @@
 #   scripts/fuzz.sh 600        # the long local run
 #
 # Needs a nightly toolchain or, on stable, RUSTC_BOOTSTRAP=1 (set here when no nightly is
-# installed). FUZZ_TARGET_DIR overrides the build folder (default fuzz/target).
+# installed). FUZZ_TARGET_DIR overrides the build folder (default fuzz/target);
+# FUZZ_SANITIZER the sanitizer (default address, as the long local runs use; CI's short
+# run uses none, which builds faster: it still finds panics, overflows, hangs and
+# allocations past the limits).
 set -euo pipefail
 
 seconds=${1:-20}
@@ -24,7 +27,7 @@ if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
 else
     export RUSTC_BOOTSTRAP=1
 fi
-target_dir=(--target-dir "${FUZZ_TARGET_DIR:-$root/fuzz/target}")
+target_dir=(--target-dir "${FUZZ_TARGET_DIR:-$root/fuzz/target}" -s "${FUZZ_SANITIZER:-address}")
 
 # The most one allocation may take, per target: every input is a few KiB, and a decoded
 # chunk at most 256 bytes, so more is a decoder believing a size some bytes claim.
