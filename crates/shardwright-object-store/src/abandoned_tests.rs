@@ -157,7 +157,11 @@ fn stores_from_urls_record_their_uploads() {
     {
         let (s3, _) = ObjectStoreBackend::from_url(
             "s3://bucket/p",
-            &[("region", "us-east-1"), ("endpoint", "http://127.0.0.1:9")],
+            &[
+                ("region", "us-east-1"),
+                ("endpoint", "http://127.0.0.1:9"),
+                ("allow_http", "true"),
+            ],
         )
         .unwrap();
         assert!(s3.multipart.is_some());
