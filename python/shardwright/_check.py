@@ -205,7 +205,9 @@ def check(
     (its bytes copied verbatim), the rest becoming the fill value (``lost_chunks``); a
     shard with nothing left is removed. Each rewrite is one atomic put conditional on the
     version checked: a shard a live writer replaced meanwhile is skipped, never
-    overwritten. ``progress``: ``True`` for a bar on stderr, or a callable that receives a
+    overwritten (for a ``zarr.Array`` on a store that shardwright does not open natively,
+    through the zarr-python store adapter, only writers in this process are seen: repair
+    while no other process writes). ``progress``: ``True`` for a bar on stderr, or a callable that receives a
     dict per batch of shards (``shards_done``, ``shards_total``, ``shards_stored``,
     ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
     raises for a target that is not an array, :class:`ReadOnlyError` for ``repair`` on an

@@ -39,9 +39,11 @@ impl Share {
 
     /// Count `n` bytes fewer held.
     pub(crate) fn sub(&self, n: usize) {
-        let n = n as u64;
         let mut share = self.lock();
-        share.0 = share.0.saturating_sub(n);
+        // Never more than this writer counted: an accounting slip must not wrap the
+        // transaction's total (every later write would then be refused as too large).
+        let n = (n as u64).min(share.0);
+        share.0 -= n;
         if let Some(meter) = &share.1 {
             meter.0.fetch_sub(n, Ordering::AcqRel);
         }
