@@ -23,6 +23,13 @@ venv() { # venv DIR PYTHON REQUIREMENTS
 PY312=$(find_python 3.12)
 PY311=$(find_python 3.11)
 PY313=$(find_python 3.13)
+# Temporary folders of this script (benchmark outputs, fuzz work folders) go here and are
+# removed at exit.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+disk() { echo "== disk: $(df -h --output=avail,size . | tail -1 | awk '{print $1 " free of " $2}') here, $(df -h --output=avail /tmp | tail -1 | tr -d ' ') in /tmp ($1)"; }
+disk "at the start"
+
 echo "== Python environments: $PY312, $PY311, $PY313"
 venv .venv "$PY312" requirements-dev.txt
 venv .venv-py311 "$PY311" requirements-py311.txt
@@ -45,6 +52,12 @@ rm -rf target/wheels-test
 maturin build --release --quiet --out target/wheels-test
 wheel=$(ls target/wheels-test/shardwright-*-abi3-*.whl)
 echo "built $wheel ($(du -h "$wheel" | cut -f1))"
+# CI (SHARDWRIGHT_FREE_DISK=1, set by .ci/run) drops the debug build once the Rust tests
+# are done: the Python tests and the rest use the release build and the wheel.
+if [ "${SHARDWRIGHT_FREE_DISK:-0}" = 1 ]; then
+    rm -rf target/debug
+fi
+disk "before the Python tests"
 
 for env in .venv .venv-py311 .venv-py313; do
     echo "== Python tests in $env ($("$env/bin/python" --version), zarr $("$env/bin/python" -c 'import zarr; print(zarr.__version__)'))"
@@ -60,12 +73,13 @@ done
 echo "== the README's first command, and the benchmarks once at a tiny size (they still run)"
 cargo run --release --quiet -p shardwright-cli -- demo
 cargo run --release --quiet -p shardwright-cli -- bench --size 64 --shards 32 --chunks 8 --repeat 1
-python benchmarks/bench.py --size tiny --repeat 1 --json "$(mktemp -d)/bench.json" >/dev/null
+python benchmarks/bench.py --size tiny --repeat 1 --json "$scratch/bench.json" >/dev/null
 python benchmarks/bench_partial.py --size tiny >/dev/null
-python benchmarks/bench_pyramid.py --size tiny --cases shardwright,ts_loop,ts_whole,compress --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$(mktemp -d)" >/dev/null
+python benchmarks/bench_pyramid.py --size tiny --cases shardwright,ts_loop,ts_whole,compress --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$scratch/pyramid" >/dev/null
 python benchmarks/bench_s3.py --size tiny --repeat 1 >/dev/null
 python benchmarks/per_chunk.py >/dev/null
 python benchmarks/bench_async_loop.py --chunks 1 >/dev/null
 echo "== fuzzing: every target briefly from its committed corpus (scripts/fuzz.sh 600 locally)"
 FUZZ_SANITIZER=none bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+disk "at the end"
 echo "== all tests passed"
