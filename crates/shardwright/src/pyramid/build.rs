@@ -24,14 +24,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::downsample;
-use super::ome;
+use super::levels::{group_document, level_arrays, level_paths, stored_shards};
 use super::plan::{Plan, PlanRequest};
 use super::source::{element_size, Source};
 use super::PyramidError;
 use crate::array::METADATA_KEY;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::layout::{ArraySpec, Compressor};
+use crate::layout::Compressor;
 use crate::store::{join, Store};
 use crate::writer::WriterOptions;
 use crate::Array;
@@ -133,7 +133,7 @@ pub fn check(source: &dyn Source, options: &BuildOptions, as_pyramid: bool) -> R
     let shape = source.shape();
     let plan = if as_pyramid {
         let plan = options.request.plan(&shape, &source.data_type())?;
-        ome::group_metadata(&plan, "image", options.units.as_deref(), None)?;
+        super::ome::group_metadata(&plan, "image", options.units.as_deref(), None)?;
         plan
     } else {
         copy_request(&options.request, shape.len()).plan(&shape, &source.data_type())?
@@ -183,24 +183,19 @@ pub fn pyramid(
 ) -> Result<Report> {
     let path = path.trim_matches('/').to_string();
     let plan = options.request.plan(&source.shape(), &source.data_type())?;
-    let name = options.name.clone().unwrap_or_else(|| {
-        path.rsplit('/')
-            .next()
-            .filter(|s| !s.is_empty())
-            .unwrap_or("image")
-            .to_string()
-    });
-    let group = ome::group_metadata(&plan, &name, options.units.as_deref(), None)?;
+    let text = group_document(&plan, options, &path)?;
     let group_key = join(&path, METADATA_KEY);
     if !options.resume && store.size(&group_key)?.is_some() {
         return Err(Error::AlreadyExists(path));
     }
-    let paths = (0..plan.levels.len())
-        .map(|k| join(&path, &k.to_string()))
-        .collect();
-    let mut report = run(source, &store, paths, &plan, options, progress)?;
-    let text = serde_json::to_vec_pretty(&group)
-        .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?;
+    let mut report = run(
+        source,
+        &store,
+        level_paths(&path, &plan),
+        &plan,
+        options,
+        progress,
+    )?;
     store.put(&group_key, &[&text])?;
     report.bytes_written += text.len() as u64;
     Ok(report)
@@ -233,136 +228,6 @@ pub fn copy(
     let plan = check(source, options, false)?;
     let path = path.trim_matches('/').to_string();
     run(source, &store, vec![path], &plan, options, progress)
-}
-
-/// The arrays of the levels: created, or (resuming) opened and checked against the plan.
-fn level_arrays(
-    source: &dyn Source,
-    store: &Arc<dyn Store>,
-    paths: &[String],
-    plan: &Plan,
-    options: &BuildOptions,
-) -> Result<Vec<Array>> {
-    let data_type = source.data_type();
-    let mut arrays = Vec::with_capacity(paths.len());
-    for (k, (level, path)) in plan.levels.iter().zip(paths).enumerate() {
-        let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
-            .shards(level.shards.clone())
-            .compressor(options.compressor)
-            .dimension_names(plan.axes.clone())
-            .attributes(settings_record(plan, k));
-        match source.fill_value() {
-            Some(fill) => spec = spec.fill_value(fill),
-            None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
-            None => {}
-        }
-        let array = if options.resume {
-            match Array::open(Arc::clone(store), path) {
-                Ok(existing) => {
-                    check_same(&existing, plan, k, &data_type, path)?;
-                    existing
-                }
-                Err(Error::NotFound(_)) => Array::create(Arc::clone(store), path, &spec)?,
-                Err(e) => return Err(e),
-            }
-        } else {
-            Array::create(Arc::clone(store), path, &spec)?
-        };
-        arrays.push(array.with_options(options.writer.clone()));
-    }
-    Ok(arrays)
-}
-
-/// The attribute each level array carries: how it was made (a resumed run must make it
-/// the same way).
-const SETTINGS_KEY: &str = "shardwright";
-
-/// The attributes of level `k`: `{"shardwright": {"level", "factors", "method"}}`.
-fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json::Value> {
-    let record = serde_json::json!({
-        "level": k,
-        "factors": plan.factors,
-        "method": plan.method.to_string(),
-    });
-    serde_json::Map::from_iter([(SETTINGS_KEY.to_string(), record)])
-}
-
-/// Refuse to resume into an array `plan` would not have made as its level `k`: another
-/// shape, data type, chunks, shards, axes, factors or method.
-fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str) -> Result<()> {
-    let level = plan
-        .levels
-        .get(k)
-        .ok_or_else(|| Error::Internal(format!("no level {k} in the plan")))?;
-    let layout = array.layout();
-    let refuse = |message: String| -> Result<()> {
-        Err(PyramidError::Resume {
-            path: path.to_string(),
-            message,
-        }
-        .into())
-    };
-    let found = (
-        layout.shape(),
-        layout.data_type_name(),
-        layout.chunk_shape(),
-        layout.shard_shape(),
-    );
-    let planned = (
-        &level.shape[..],
-        data_type,
-        &level.chunks[..],
-        &level.shards[..],
-    );
-    if found != planned {
-        return refuse(format!(
-            "it holds shape {:?}, {}, chunks {:?}, shards {:?}; this run makes shape {:?}, \
-             {}, chunks {:?}, shards {:?}",
-            found.0, found.1, found.2, found.3, planned.0, planned.1, planned.2, planned.3
-        ));
-    }
-    let names: Option<Vec<String>> = layout.metadata().dimension_names.as_ref().map(|names| {
-        names
-            .iter()
-            .map(|n| n.as_deref().unwrap_or("").to_string())
-            .collect()
-    });
-    if names.as_ref() != Some(&plan.axes) {
-        return refuse(format!(
-            "its axes are {}; this run's are {:?}",
-            names.map_or("not named".to_string(), |n| format!("{n:?}")),
-            plan.axes
-        ));
-    }
-    let record = settings_record(plan, k);
-    let made = layout.metadata().attributes.get(SETTINGS_KEY);
-    if made != record.get(SETTINGS_KEY) {
-        let made = made.map_or("no record of how it was made".to_string(), |m| {
-            format!("it was made with {m}")
-        });
-        let makes = record.get(SETTINGS_KEY).cloned().unwrap_or_default();
-        return refuse(format!("{made}; this run makes {makes}"));
-    }
-    Ok(())
-}
-
-/// The linear indices of the shards already stored, per level.
-fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
-    arrays
-        .iter()
-        .map(|array| {
-            let mut stored = HashSet::new();
-            for shard in array.shards() {
-                let Some(index) = shard.index() else {
-                    return Err(Error::Internal(format!("shard {shard} has no grid index")));
-                };
-                if array.store().size(&array.shard_key(index))?.is_some() {
-                    stored.insert(array.shard_grid().linear_index(index));
-                }
-            }
-            Ok(stored)
-        })
-        .collect()
 }
 
 fn run(

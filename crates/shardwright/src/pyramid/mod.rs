@@ -24,9 +24,11 @@ pub mod build;
 pub mod downsample;
 mod driver;
 mod grain;
+mod levels;
 pub mod ome;
 pub mod plan;
 pub mod source;
+pub mod tasks;
 mod walk;
 
 pub use downsample::{DownsampleError, Method};

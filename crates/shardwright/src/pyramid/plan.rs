@@ -150,7 +150,7 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-fn lcm(a: u64, b: u64) -> u64 {
+pub(super) fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b) * b
 }
 
