@@ -132,7 +132,10 @@ fn created_error(err: shardwright::Error, url: &str) -> PyErr {
 }
 
 /// The object store of `url` and the array's path in it.
-fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(ObjectStoreBackend, String)> {
+pub(crate) fn object_store(
+    url: &str,
+    options: &[(String, String)],
+) -> PyResult<(ObjectStoreBackend, String)> {
     let pairs: Vec<(&str, &str)> = options
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -7,11 +7,13 @@
 
 mod array;
 mod check;
+mod destination;
 mod errors;
 mod faults;
 mod grid;
 mod pyramid;
 mod pystore;
+mod tasks;
 mod txn;
 mod writer;
 
@@ -27,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::PyTransaction>()?;
     m.add_class::<faults::PyFaultyStore>()?;
     m.add_class::<pyramid::PySource>()?;
+    m.add_class::<tasks::PyPyramidTasks>()?;
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

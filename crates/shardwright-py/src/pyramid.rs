@@ -6,16 +6,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyTuple};
-use shardwright::pyramid::build::{self as driver, BuildOptions, Progress, Report};
-use shardwright::pyramid::plan::PlanRequest;
+use shardwright::pyramid::build::{self as driver, Progress, Report};
 use shardwright::pyramid::source::{source_error, ArraySource, Source, ZarrsSource};
-use shardwright::pyramid::{Method, PyramidError};
+use shardwright::pyramid::PyramidError;
 use shardwright::store::Store;
-use shardwright::{Array, Compressor, Domain, ErrorKind, FilesystemStore};
-use shardwright_object_store::ObjectStoreBackend;
+use shardwright::{Array, Domain, ErrorKind, FilesystemStore};
 
-use crate::array::{group_error, is_group, open_named, PyArray};
-use crate::errors::{error, guard, IntoPy};
+use crate::array::{group_error, is_group, object_store, open_named, PyArray};
+use crate::destination::{build_options, default_name, Destination};
+use crate::errors::{guard, IntoPy};
 use crate::pystore::PyZarrStore;
 
 /// The Python exception a callback source or the progress callback raised, kept to be
@@ -82,6 +81,13 @@ impl Source for ObjectSource {
 pub(crate) struct PySource {
     inner: Arc<dyn Source>,
     raised: Raised,
+}
+
+impl PySource {
+    /// The engine's source.
+    pub(crate) fn inner(&self) -> Arc<dyn Source> {
+        Arc::clone(&self.inner)
+    }
 }
 
 fn native(inner: impl Source + 'static) -> PySource {
@@ -194,87 +200,6 @@ impl PySource {
     }
 }
 
-fn object_store(url: &str, options: &[(String, String)]) -> PyResult<(ObjectStoreBackend, String)> {
-    let pairs: Vec<(&str, &str)> = options
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    ObjectStoreBackend::from_url(url, &pairs)
-        .map_err(shardwright::Error::from)
-        .py()
-}
-
-/// Where a build writes.
-enum Destination {
-    Folder(PathBuf),
-    Url(ObjectStoreBackend, String, String),
-    Adapter(Arc<PyZarrStore>, Py<PyAny>, String, String),
-}
-
-impl Destination {
-    fn store_and_path(&self) -> (Arc<dyn Store>, String) {
-        match self {
-            Self::Folder(root) => (Arc::new(FilesystemStore::new(root)), String::new()),
-            Self::Url(backend, path, _) => (Arc::new(backend.clone()), path.clone()),
-            Self::Adapter(store, _, path, _) => (store.clone(), path.clone()),
-        }
-    }
-
-    fn exists(&self, py: Python<'_>) -> PyResult<bool> {
-        if let Self::Folder(root) = self {
-            return Ok(root.read_dir().is_ok_and(|mut d| d.next().is_some()));
-        }
-        let (store, path) = self.store_and_path();
-        let key = shardwright::store::join(&path, "zarr.json");
-        py.detach(|| store.size(&key))
-            .map(|s| s.is_some())
-            .map_err(shardwright::Error::from)
-            .py()
-    }
-
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        match self {
-            Self::Folder(root) => {
-                if root.exists() {
-                    py.detach(|| std::fs::remove_dir_all(root)).map_err(|e| {
-                        error(format!(
-                            "cannot remove '{}' to overwrite it: {e}",
-                            root.display()
-                        ))
-                    })?;
-                }
-            }
-            Self::Url(backend, path, _) => {
-                py.detach(|| backend.delete_prefix(path))
-                    .map_err(shardwright::Error::from)
-                    .py()?;
-            }
-            Self::Adapter(_, adapter, path, _) => {
-                adapter.bind(py).call_method1("delete_dir", (path,))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The Python array of `array`, written at `sub` under the destination.
-    fn level(&self, array: Array, sub: Option<&str>) -> PyArray {
-        let join = |base: &str| match sub {
-            Some(s) => format!("{}/{s}", base.trim_end_matches('/')),
-            None => base.to_string(),
-        };
-        match self {
-            Self::Folder(root) => PyArray::local(
-                array,
-                match sub {
-                    Some(s) => root.join(s),
-                    None => root.clone(),
-                },
-            ),
-            Self::Url(_, _, url) | Self::Adapter(_, _, _, url) => PyArray::remote(array, join(url)),
-        }
-    }
-}
-
 fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("level", p.level)?;
@@ -332,40 +257,19 @@ pub(crate) fn build<'py>(
 ) -> PyResult<(Vec<PyArray>, Bound<'py, PyDict>)> {
     guard(|| {
         let as_pyramid = kind == "pyramid";
-        let method: Method = method
-            .parse()
-            .map_err(PyramidError::from)
-            .map_err(shardwright::Error::from)
-            .py()?;
-        let compressor = match compressor {
-            "none" => Compressor::None,
-            other => Compressor::by_name(other, compression_level)
-                .map_err(shardwright::Error::from)
-                .py()?,
-        };
-        let request = PlanRequest {
+        let build_options = build_options(
             factors,
             levels,
-            method: Some(method),
+            method,
             chunks,
             shards,
+            compressor,
+            compression_level,
             axes,
-        };
-        let mut build_options = BuildOptions::new(request, compressor);
-        build_options.resume = resume;
-        build_options.units = units;
-        build_options.name = name.or_else(|| {
-            let text = match (&root, &url) {
-                (Some(root), _) => root.display().to_string(),
-                (None, Some(url)) => url.clone(),
-                _ => String::new(),
-            };
-            text.trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-        });
+            units,
+            name.or_else(|| default_name(root.as_deref(), url.as_deref())),
+            resume,
+        )?;
         // without the GIL: the check reads one element (a callback source takes the GIL
         // itself; a store may be served by Python threads of this process)
         let checked =
@@ -378,32 +282,8 @@ pub(crate) fn build<'py>(
                 .take();
             return Err(kept.unwrap_or_else(|| crate::errors::to_py(e)));
         }
-        let destination = match (root, url, adapter) {
-            (Some(root), _, _) => Destination::Folder(root),
-            (None, Some(url), None) => {
-                let (backend, path) = object_store(&url, &options)?;
-                Destination::Url(backend, path, url)
-            }
-            (None, Some(url), Some(adapter)) => Destination::Adapter(
-                Arc::new(PyZarrStore::new(py, adapter.clone_ref(py))?),
-                adapter,
-                path,
-                url,
-            ),
-            _ => return Err(error("a destination needs a folder or a URL")),
-        };
-        if overwrite {
-            destination.clear(py)?;
-        } else if !resume && destination.exists(py)? {
-            let text = match &destination {
-                Destination::Folder(root) => root.display().to_string(),
-                Destination::Url(_, _, url) | Destination::Adapter(_, _, _, url) => url.clone(),
-            };
-            return Err(error(format!(
-                "'{text}' exists already (use overwrite=True to replace it, or resume=True to \
-                 finish a job that stopped)"
-            )));
-        }
+        let destination = Destination::of(py, root, url, &options, adapter, path)?;
+        destination.make_room(py, overwrite, resume)?;
         let (store, dest_path) = destination.store_and_path();
         let raised = Arc::clone(&source.raised);
         let mut on_progress = |p: &Progress| -> bool {
