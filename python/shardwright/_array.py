@@ -53,8 +53,10 @@ class Array(ZarrNames):
     (4, 2)
     """
 
-    def __init__(self, core: Any, *, read_only: bool = False) -> None:
+    def __init__(self, core: Any, *, read_only: bool = False, where: Any = None) -> None:
         self._read_only = read_only
+        # Where it was opened (a Location): how a pickled Array is opened again.
+        self._where = where
         self._set_core(core)
 
     def _set_core(self, core: Any) -> None:

@@ -202,6 +202,47 @@ def build(
     """Build a pyramid (``kind="pyramid"``) or a copy of ``source``; returns the written
     arrays and the build's report."""
 
+class PyramidTasks:
+    """A pyramid built as one task per shard of each level (``shardwright.dask``);
+    pickled as where it writes, reopened on a worker without creating anything."""
+    @staticmethod
+    def prepare(
+        source: Source,
+        root: str | None,
+        url: str | None,
+        options: list[tuple[str, str]],
+        adapter: Any | None,
+        path: str,
+        factors: list[int],
+        levels: int | None,
+        method: str,
+        chunks: list[list[int]] | None,
+        shards: list[list[int]] | None,
+        compressor: str,
+        compression_level: int | None,
+        axes: list[str] | None,
+        units: list[str | None] | None,
+        name: str | None,
+        resume: bool,
+        overwrite: bool,
+    ) -> PyramidTasks: ...
+    @staticmethod
+    def reopen(
+        root: str | None,
+        url: str | None,
+        options: list[tuple[str, str]],
+        adapter: Any | None,
+        path: str,
+        levels: int,
+        group: bytes,
+    ) -> PyramidTasks: ...
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def levels(self) -> list[Array]: ...
+    def stored(self) -> list[list[list[int]]]: ...
+    def inputs(self, level: int, index: list[int]) -> list[list[int]]: ...
+    def write_shard(self, level: int, index: list[int]) -> dict[str, int]: ...
+    def finish(self) -> int: ...
+
 def check(array: Array, quick: bool, repair: bool, progress: Any | None = None) -> str:
     """Check (and with ``repair``, mend) every stored shard of ``array``; returns the report
     as JSON text. ``progress`` receives a dict after each batch of shards."""

@@ -37,6 +37,22 @@ class Location:
     store: Any = field(default=None, repr=False)
     key: str = ""
 
+    def child(self, name: str) -> Location:
+        """The location of ``name`` below this one (a pyramid's level ``"0"``, …).
+
+        >>> resolve("s3://b/img.zarr", None).child("1").url
+        's3://b/img.zarr/1'
+        >>> resolve("/data/img.zarr", None).child("0").path
+        PosixPath('/data/img.zarr/0')
+        """
+        return Location(
+            None if self.path is None else self.path / name,
+            None if self.url is None else f"{self.url.rstrip('/')}/{name}",
+            self.options,
+            self.store,
+            _join(self.key, name) if self.store is not None else self.key,
+        )
+
 
 def _is_zarr_store(target: Any) -> bool:
     return any(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import json
 import math
 import operator
@@ -24,7 +25,7 @@ from ._errors import (
     ShardwrightError,
     UnsupportedError,
 )
-from ._location import resolve
+from ._location import Location, resolve
 from ._metadata import attributes_json, compressor_setting
 
 
@@ -75,23 +76,52 @@ def open(
             "sw.create makes new arrays"
         )
     read_only = mode == "r"
-    where = resolve(target, storage_options, path)
+    read_only = read_only or bool(getattr(getattr(target, "store", None), "read_only", False))
+    return open_at(resolve(target, storage_options, path), read_only)
+
+
+def open_at(where: Location, read_only: bool = False) -> Array:
+    """The array at ``where`` (a resolved :class:`Location`); what :func:`open` does once
+    it knows where, and how a pickled :class:`Array` is opened again.
+
+    >>> import pickle, tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/p.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    >>> a[:] = 3
+    >>> b = pickle.loads(pickle.dumps(a))       # opened again from where it is
+    >>> b.path == a.path, b[:].tolist()
+    (True, [3, 3, 3, 3])
+    """
     if where.store is not None:
         from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
 
         read_only = read_only or bool(getattr(where.store, "read_only", False))
-        with _group_error(where.url):
+        with _group_error(where.url or ""):
             core = _core.Array.open_adapter(StoreAdapter(where.store), where.key, where.url)
-        return Array(core, read_only=read_only)
-    read_only = read_only or bool(getattr(getattr(target, "store", None), "read_only", False))
+        return Array(core, read_only=read_only, where=where)
     if where.url is not None:
         with _group_error(where.url):
             core = _core.Array.open_url(where.url, where.options)
-        return Array(core, read_only=read_only)
+        return Array(core, read_only=read_only, where=where)
     folder = where.path
     assert folder is not None
     _refuse_what_is_not_an_array(folder)
-    return Array(_core.Array.open(str(folder)), read_only=read_only)
+    return Array(_core.Array.open(str(folder)), read_only=read_only, where=where)
+
+
+def _reduce_array(array: Array) -> tuple[Any, tuple[Any, ...]]:
+    """Pickle an :class:`Array` as where it is (never its data): unpickling opens it
+    again there, in any process that can reach it (a Dask worker). An array of the
+    process's ``memory://`` store is only there in that process."""
+    where = array._where
+    if where is None:
+        raise TypeError(
+            f"this shardwright Array ({array.path}) cannot be pickled: it was not opened "
+            "from a path, URL or zarr store (sw.open / sw.create give ones that can)"
+        )
+    return open_at, (where, array.read_only)
+
+
+copyreg.pickle(Array, _reduce_array)
 
 
 @contextlib.contextmanager
@@ -343,9 +373,11 @@ def create(
         adapter = StoreAdapter(where.store)
         if overwrite:
             adapter.delete_dir(where.key)
-        return Array(_core.Array.create_adapter(adapter, where.key, json_text, where.url))
+        core = _core.Array.create_adapter(adapter, where.key, json_text, where.url)
+        return Array(core, where=where)
     if where.url is not None:
-        return Array(_core.Array.create_url(where.url, json_text, where.options, bool(overwrite)))
+        core = _core.Array.create_url(where.url, json_text, where.options, bool(overwrite))
+        return Array(core, where=where)
     folder = where.path
     assert folder is not None
     if (folder / "zarr.json").exists() and not overwrite:
@@ -360,7 +392,7 @@ def create(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    return Array(core)
+    return Array(core, where=where)
 
 
 def _auto_chunks(shape: Sequence[int], itemsize: int, shards: Sequence[int] | None) -> list[int]:

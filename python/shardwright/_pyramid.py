@@ -15,7 +15,7 @@ import numpy as np
 from . import _core
 from ._array import Array
 from ._errors import DTypeError, ShapeError
-from ._location import resolve
+from ._location import Location, resolve
 from ._progress import Progress
 
 Shapes = Sequence[int] | Sequence[Sequence[int]]
@@ -197,7 +197,7 @@ def _progress_handler(
     return update, close
 
 
-def _build(
+def prepare(
     kind: str,
     source: Any,
     dest: Any,
@@ -212,11 +212,14 @@ def _build(
     axes: Sequence[str] | None,
     units: Sequence[str | None] | None,
     name: str | None,
-    progress: bool | Callable[[dict[str, Any]], Any],
     overwrite: bool,
     resume: bool,
     storage_options: Mapping[str, Any] | None,
-) -> Levels:
+) -> tuple[Any, Location, tuple[Any, ...]]:
+    """What the engine needs to build ``kind`` (``"pyramid"`` or ``"copy"``) of
+    ``source`` at ``dest``, checked: the engine's source, where ``dest`` is, and the
+    arguments ``_core.build`` and ``_core.PyramidTasks.prepare`` take after the source
+    (the destination, the settings, ``resume`` and ``overwrite``)."""
     if overwrite and resume:
         raise ValueError("overwrite=True and resume=True contradict each other: choose one")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
@@ -234,33 +237,46 @@ def _build(
         from ._adapter import StoreAdapter
 
         adapter = StoreAdapter(where.store)
+    arguments = (
+        str(where.path) if where.path is not None else None,
+        where.url,
+        where.options,
+        adapter,
+        where.key,
+        _ints(factors, "factors", 1) if kind == "pyramid" else [],
+        levels,
+        method,
+        _shapes(chunks, "chunks"),
+        _shapes(shards, "shards"),
+        "none" if compressor is None else compressor,
+        compression_level,
+        None if axes is None else [str(a) for a in axes],
+        None if units is None else [None if u is None else str(u) for u in units],
+        name,
+        bool(resume),
+        bool(overwrite),
+    )
+    return core_source, where, arguments
+
+
+def _build(
+    kind: str,
+    source: Any,
+    dest: Any,
+    *,
+    progress: bool | Callable[[dict[str, Any]], Any],
+    **settings: Any,
+) -> Levels:
+    core_source, where, arguments = prepare(kind, source, dest, **settings)
     callback, close = _progress_handler(progress)
     try:
-        arrays, stats = _core.build(
-            core_source,
-            kind,
-            str(where.path) if where.path is not None else None,
-            where.url,
-            where.options,
-            adapter,
-            where.key,
-            _ints(factors, "factors", 1) if kind == "pyramid" else [],
-            levels,
-            method,
-            _shapes(chunks, "chunks"),
-            _shapes(shards, "shards"),
-            "none" if compressor is None else compressor,
-            compression_level,
-            None if axes is None else [str(a) for a in axes],
-            None if units is None else [None if u is None else str(u) for u in units],
-            name,
-            bool(resume),
-            bool(overwrite),
-            callback,
-        )
+        arrays, stats = _core.build(core_source, kind, *arguments, callback)
     finally:
         close()
-    out = Levels(Array(a) for a in arrays)
+    out = Levels(
+        Array(a, where=where.child(str(k)) if kind == "pyramid" else where)
+        for k, a in enumerate(arrays)
+    )
     out.stats = stats
     return out
 
