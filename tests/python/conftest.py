@@ -138,3 +138,38 @@ def s3_proxy(_s3_proxy_session) -> tuple[dict[str, str], s3.FaultProxy]:
     proxy.clear()
     yield s3.storage_options(proxy.endpoint), proxy
     proxy.clear()
+
+
+# --------------------------------------------------------------------------------------
+# Dask: a local cluster of two worker processes, and the three schedulers
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A ``distributed.Client`` on ``LocalCluster(n_workers=2, processes=True)`` for the
+    session (started on first use, about 2 s; stopped at the end)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2,
+        processes=True,
+        threads_per_worker=1,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(params=["sync", "threads", "distributed"])
+def scheduler(request):
+    """What ``compute(scheduler=...)`` takes: dask's synchronous and threaded schedulers,
+    and the local cluster's client."""
+    if request.param == "distributed":
+        return request.getfixturevalue("dask_client")
+    return request.param

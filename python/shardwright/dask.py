@@ -1,0 +1,303 @@
+"""Scale out on Dask: the shard is the unit of distributed work.
+
+>>> import dask.array as da, tempfile, shardwright as sw, shardwright.dask as swd
+>>> darr = da.arange(100 * 60, dtype="int32", chunks=1000).reshape(100, 60)  # any chunks
+>>> stats = swd.to_zarr(darr, tempfile.mkdtemp() + "/x.zarr", chunks=(10, 10),
+...                     shards=(50, 30), scheduler="sync")
+>>> stats["shards_written"], stats["puts"]
+(4, 4)
+
+Each target shard is written by exactly one task, which takes the dask blocks that meet it
+as its inputs (the scheduler computes them wherever it likes), writes the shard through a
+shard writer and stores it with one put. How this differs from ``dask.array.to_zarr``
+(and ``da.store``):
+
+- *Exact whatever the chunking.* ``dask.array.to_zarr`` writes one task per dask block:
+  when blocks and shards do not line up, several tasks read, change and write the same
+  shard at once and all but one lose their part (dask #12583, zarr-python #3682; see
+  BENCHMARKS.md for the element counts). Here no two tasks write one shard, for any
+  chunking: aligned, misaligned, irregular. No lock is needed or taken.
+- *One put per shard, never a read*: a shard is stored once, whole; nothing is read back.
+- *Safe to retry*: a task that fails stores nothing; one that runs again (a retry, a
+  worker lost mid-run) writes the same shard again, whole, atomically.
+- *The graph*: the source's tasks, one task per target shard (keys
+  ``('shardwright-shard-<token>', i, j, …)``: the shard's grid index, which the dashboard
+  and ``distributed.progress`` show), and one that sums their stats. The result is those
+  stats (``shards_written``, ``puts``, ``bytes_written``, …), not an array.
+- *Memory per task*: the shard's encoded bytes and the dask blocks it needs, never the
+  array.
+
+Tasks reopen the target from where it is (a path every worker can reach, or an
+object-store URL): a ``memory://`` array is in one process only, so use the threaded or
+synchronous scheduler for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from . import _dask_graph as graph
+from ._array import Array, Within
+from ._domain import Domain
+from ._errors import DTypeError, ShapeError
+from ._open import create
+from ._open import open as open_array
+from ._pyramid import Levels, Shapes, prepare
+
+__all__ = ["map_chunks", "pyramid", "to_zarr"]
+
+
+def _dask_array(darr: Any) -> da.Array:
+    if not isinstance(darr, da.Array):
+        raise TypeError(
+            f"expected a dask array, got {type(darr).__name__}; wrap it with "
+            "dask.array.from_array(x, chunks=...) (or write it with sw.copy)"
+        )
+    if any(np.isnan(c) for axis in darr.chunks for c in axis):
+        raise ValueError(
+            "the dask array has unknown chunk sizes (nan), so which blocks meet which "
+            "shard is unknown; call darr.compute_chunk_sizes() first"
+        )
+    return darr
+
+
+def _target(
+    darr: da.Array,
+    target: Any,
+    storage_options: Mapping[str, Any] | None,
+    create_kwargs: dict[str, Any],
+) -> Array:
+    """The array to write: ``target`` opened, or created with ``create_kwargs``."""
+    if create_kwargs:
+        if isinstance(target, Array):
+            raise TypeError(
+                f"create arguments ({', '.join(sorted(create_kwargs))}) make a new array; "
+                "the target is an open shardwright Array"
+            )
+        shape = tuple(create_kwargs.pop("shape", darr.shape))
+        if shape != darr.shape:
+            raise ShapeError(f"shape={shape} differs from the dask array's {darr.shape}")
+        dtype = create_kwargs.pop("dtype", darr.dtype)
+        return create(
+            target, shape=darr.shape, dtype=dtype, storage_options=storage_options, **create_kwargs
+        )
+    if isinstance(target, Array):
+        if storage_options:
+            raise TypeError("storage_options are for a path or URL; the target is open")
+        array = target
+    else:
+        array = open_array(target, storage_options=storage_options)
+    if array.shape != darr.shape:
+        raise ShapeError(
+            f"the dask array's shape {darr.shape} differs from the target's {array.shape} "
+            f"({array.path})"
+        )
+    return array
+
+
+def _check_dtype(source: np.dtype, array: Array) -> None:
+    if source != array.dtype and not np.can_cast(source, array.dtype, casting="same_kind"):
+        raise DTypeError(
+            f"the dask array's dtype {source} does not cast to the target's {array.dtype} "
+            "under 'same_kind'; convert it with darr.astype(...)"
+        )
+
+
+def _run(delayed: Any, compute: bool, compute_kwargs: dict[str, Any]) -> Any:
+    return delayed.compute(**compute_kwargs) if compute else delayed
+
+
+def to_zarr(
+    darr: Any,
+    target: str | os.PathLike[str] | Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    compute: bool = True,
+    scheduler: Any = None,
+    **create_kwargs: Any,
+) -> Any:
+    """Write the dask array ``darr`` into a sharded Zarr array: ``target`` is an
+    existing array (a path, a URL, a ``zarr.Array`` or a shardwright ``Array``) of the
+    same shape, or, with :func:`shardwright.create`'s arguments (``chunks=``,
+    ``shards=``, ``compressor=``, ``overwrite=``, …; ``shape`` and ``dtype`` default to
+    the dask array's), a new one. Exactly one task writes each target shard, whatever
+    the dask chunking: it computes the dask blocks it needs and stores the shard with one
+    put. Returns the summed stats (``shards_written``, ``puts``, ``bytes_written``, …);
+    ``compute=False`` returns a ``dask.delayed.Delayed`` that computes them.
+    ``scheduler`` is passed to ``compute`` (``"sync"``, ``"threads"``, a
+    ``distributed.Client``; default: dask's, which is the client's when one exists).
+
+    >>> import dask.array as da, numpy as np, tempfile, shardwright as sw, shardwright.dask as swd
+    >>> darr = da.from_array(np.arange(36, dtype="uint8").reshape(6, 6), chunks=(5, 4))
+    >>> path = tempfile.mkdtemp() + "/t.zarr"
+    >>> task = swd.to_zarr(darr, path, chunks=(2, 2), shards=(4, 4), compute=False)
+    >>> task.compute(scheduler="threads")["shards_written"]
+    4
+    >>> bool((sw.open(path)[...] == darr.compute()).all())
+    True
+    """
+    darr = _dask_array(darr)
+    array = _target(darr, target, storage_options, dict(create_kwargs))
+    _check_dtype(darr.dtype, array)
+    token = graph.new_token()
+    layer, keys = graph.shard_layer(darr, array, f"{graph.SHARD_TASK}-{token}", array.iter_shards())
+    total = f"{graph.TOTAL_TASK}-{token}"
+    layer[total] = graph.total_task(total, keys)
+    delayed = graph.delayed_of(total, layer, [darr])
+    return _run(delayed, compute, {"scheduler": scheduler} if scheduler is not None else {})
+
+
+def map_chunks(
+    fn: Callable[[Domain], Any],
+    target: str | os.PathLike[str] | Any,
+    *,
+    within: Within = None,
+    compute: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
+    scheduler: Any = None,
+) -> Any:
+    """Fill ``target`` (an existing array: a path, URL, ``zarr.Array`` or shardwright
+    ``Array``), or the shards meeting ``within``, as :meth:`Array.map_chunks` does, with
+    one dask task per shard: each calls ``fn(chunk)`` for the shard's inner chunks (in C
+    order; an array of ``chunk.shape`` or a scalar) and stores the shard with one put.
+    ``fn`` must be picklable for a cluster of processes (dask uses cloudpickle: lambdas
+    and closures are). Returns the summed stats, or with ``compute=False`` a
+    ``dask.delayed.Delayed``.
+
+    >>> import tempfile, shardwright as sw, shardwright.dask as swd
+    >>> a = sw.create(tempfile.mkdtemp() + "/m.zarr", shape=(6, 6), dtype="int32",
+    ...               chunks=(2, 2), shards=(4, 4))
+    >>> swd.map_chunks(lambda c: c.index[0] * 10 + c.index[1], a, scheduler="sync")["puts"]
+    4
+    >>> int(a[5, 3])
+    21
+    """
+    if isinstance(target, Array):
+        if storage_options:
+            raise TypeError("storage_options are for a path or URL; the target is open")
+        array = target
+    else:
+        array = open_array(target, storage_options=storage_options)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (fn(chunk) -> data), got {type(fn).__name__}")
+    token = graph.new_token()
+    layer, keys = graph.chunks_layer(
+        array, fn, f"{graph.CHUNKS_TASK}-{token}", array.iter_shards(within)
+    )
+    total = f"{graph.TOTAL_TASK}-{token}"
+    layer[total] = graph.total_task(total, keys)
+    delayed = graph.delayed_of(total, layer)
+    return _run(delayed, compute, {"scheduler": scheduler} if scheduler is not None else {})
+
+
+def pyramid(
+    source: Any,
+    dest: str | os.PathLike[str] | Any,
+    *,
+    factors: Sequence[int],
+    levels: int | None = None,
+    method: str = "mean",
+    chunks: Shapes | None = None,
+    shards: Shapes | None = None,
+    compressor: str | None = "zstd",
+    compression_level: int | None = None,
+    axes: Sequence[str] | None = None,
+    units: Sequence[str | None] | None = None,
+    name: str | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    compute: bool = True,
+    scheduler: Any = None,
+) -> Any:
+    """:func:`shardwright.pyramid` with the shards of each level as dask tasks: level 0
+    is written from ``source`` (a dask array; anything else :func:`shardwright.pyramid`
+    reads is wrapped with ``dask.array.from_array``) one task per shard, as
+    :func:`to_zarr` does; each shard of level ``k`` is a task that waits for the shards
+    of level ``k - 1`` it reads and downsamples them as stored (the same blocks, the same
+    kernels: every level equals :func:`shardwright.pyramid`'s bit for bit); a last task
+    writes the OME group metadata. Arguments as :func:`shardwright.pyramid`'s
+    (``resume=True`` leaves the shards already stored out of the graph). Returns the
+    level arrays (a ``list`` with ``.stats``), or with ``compute=False`` a
+    ``dask.delayed.Delayed`` that computes the stats.
+
+    >>> import dask.array as da, tempfile, shardwright as sw, shardwright.dask as swd
+    >>> darr = da.arange(64 * 64, dtype="uint16", chunks=1000).reshape(64, 64)
+    >>> levels = swd.pyramid(darr, tempfile.mkdtemp() + "/img.zarr", factors=(2, 2),
+    ...                      levels=3, chunks=(16, 16), scheduler="threads")
+    >>> [a.shape for a in levels], int(levels[1][0, 0]), levels.stats["shards_written"]
+    ([(64, 64), (32, 32), (16, 16)], 32, 3)
+    """
+    darr = source if isinstance(source, da.Array) else None
+    if darr is None:
+        darr = _as_dask(source, storage_options)
+    darr = _dask_array(darr)
+    core_source, where, arguments = prepare(
+        "pyramid",
+        darr,
+        dest,
+        factors=factors,
+        levels=levels,
+        method=method,
+        chunks=chunks,
+        shards=shards,
+        compressor=compressor,
+        compression_level=compression_level,
+        axes=axes,
+        units=units,
+        name=name,
+        overwrite=overwrite,
+        resume=resume,
+        storage_options=storage_options,
+    )
+    from . import _core
+
+    tasks = _core.PyramidTasks.prepare(core_source, *arguments)
+    arrays = [Array(a, where=where.child(str(k))) for k, a in enumerate(tasks.levels())]
+    delayed = _pyramid_graph(darr, tasks, arrays, resume=resume)
+    if not compute:
+        return delayed
+    out = Levels(arrays)
+    out.stats = delayed.compute(**({"scheduler": scheduler} if scheduler is not None else {}))
+    return out
+
+
+def _as_dask(source: Any, storage_options: Mapping[str, Any] | None) -> da.Array:
+    """A dask array over any other source :func:`shardwright.pyramid` reads."""
+    if isinstance(source, (str, os.PathLike)):
+        source = open_array(source, mode="r", storage_options=storage_options)
+    chunks = getattr(source, "shards", None) or getattr(source, "chunks", None)
+    if not (isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks)):
+        chunks = "auto"
+    return da.from_array(source, chunks=chunks)
+
+
+def _pyramid_graph(darr: da.Array, tasks: Any, arrays: list[Array], *, resume: bool) -> Any:
+    from dask._task_spec import Task, TaskRef
+
+    token = graph.new_token()
+    stored = [set(map(tuple, s)) for s in tasks.stored()] if resume else [set()] * len(arrays)
+    names = [f"{graph.LEVEL_TASK}{k}-{token}" for k in range(len(arrays))]
+    level0 = [s for s in arrays[0].iter_shards() if tuple(s.index) not in stored[0]]
+    layer, keys = graph.shard_layer(darr, arrays[0], names[0], level0)
+    for k in range(1, len(arrays)):
+        for shard in arrays[k].iter_shards():
+            index = tuple(shard.index)
+            if index in stored[k]:
+                continue
+            waits = [
+                TaskRef((names[k - 1], *i))
+                for i in map(tuple, tasks.inputs(k, list(index)))
+                if i not in stored[k - 1]
+            ]
+            key = (names[k], *index)
+            layer[key] = Task(key, graph.downsample_shard, tasks, k, index, *waits)
+            keys.append(key)
+    total = f"{graph.TOTAL_TASK}-{token}"
+    layer[total] = graph.total_task(total, keys, graph.finish_pyramid, tasks)
+    return graph.delayed_of(total, layer, [darr])

@@ -1,0 +1,265 @@
+"""shardwright.dask on the synchronous, threaded and distributed schedulers: exact output
+for aligned, misaligned and irregular chunkings (read back by zarr-python too), one task
+and one put per shard, map_chunks, the pyramid against sw.pyramid bit for bit, resume,
+pickling arrays, and the errors bad input gets."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import shardwright as sw
+import shardwright.dask as swd
+import zarr
+from conftest import assert_same, reference
+from shardwright.testing import FaultyStore
+
+SHAPE = (45, 38, 21)
+CHUNKS = (4, 6, 7)
+SHARDS = (16, 12, 14)
+
+# Dask chunkings against the shards above: aligned with the shards, aligned with the
+# inner chunks only (so several blocks make a shard and split none of its chunks),
+# misaligned with both (blocks cut inner chunks: what makes da.to_zarr lose data),
+# irregular, and one block larger than every shard.
+CHUNKINGS = {
+    "shards": SHARDS,
+    "inner_chunks": (8, 6, 7),
+    "misaligned": (5, 7, 9),
+    "irregular": ((3, 17, 1, 24), (38,), (2, 2, 10, 7)),
+    "one_block": SHAPE,
+}
+
+
+def shard_count(shape, shards) -> int:
+    return int(np.prod([-(-n // s) for n, s in zip(shape, shards)]))
+
+
+@pytest.mark.parametrize("chunking", sorted(CHUNKINGS))
+def test_to_zarr_is_exact_for_every_chunking(tmp_path, scheduler, chunking):
+    data = reference(SHAPE, "int32", seed=len(chunking))
+    darr = da.from_array(data, chunks=CHUNKINGS[chunking])
+    path = tmp_path / "x.zarr"
+    stats = swd.to_zarr(darr, path, chunks=CHUNKS, shards=SHARDS, scheduler=scheduler)
+    shards = shard_count(SHAPE, SHARDS)
+    assert (stats["shards_written"], stats["puts"], stats["gets"]) == (shards, shards, 0)
+    assert stats["chunks_decoded"] == 0 and stats["conflicts"] == 0
+    assert_same(sw.open(path)[...], data)
+    assert_same(zarr.open_array(str(path), mode="r")[...], data)
+
+
+def test_to_zarr_into_an_existing_array_any_way_it_is_named(tmp_path):
+    data = reference((30, 20), "uint16", seed=3)
+    darr = da.from_array(data, chunks=(7, 9)) + 1
+    path = tmp_path / "e.zarr"
+    z = zarr.create_array(str(path), shape=(30, 20), dtype="uint16", chunks=(5, 5), shards=(10, 10))
+    for target in (str(path), path, z, sw.open(path)):
+        swd.to_zarr(darr * 0 + target.__class__.__name__.__len__(), target, scheduler="sync")
+        assert_same(sw.open(path)[...], np.full(data.shape, len(type(target).__name__), "uint16"))
+    swd.to_zarr(darr, z, scheduler="threads")
+    assert_same(z[...], data + 1)
+
+
+def test_the_graph_is_one_task_per_shard_plus_the_sources(tmp_path):
+    darr = da.ones(SHAPE, dtype="uint8", chunks=(5, 7, 9))  # 9 * 6 * 3 blocks
+    task = swd.to_zarr(darr, tmp_path / "g.zarr", chunks=CHUNKS, shards=SHARDS, compute=False)
+    graph = dict(task.__dask_graph__())
+    names = [k[0] if isinstance(k, tuple) else k for k in graph]
+    ours = [k for k in graph if isinstance(k, tuple) and k[0].startswith("shardwright-shard-")]
+    shards = shard_count(SHAPE, SHARDS)
+    inner = int(np.prod([-(-n // c) for n, c in zip(SHAPE, CHUNKS)]))
+    assert len(ours) == shards < inner  # per shard, not per inner chunk
+    assert sorted(k[1:] for k in ours) == sorted(
+        s.index for s in sw.open(tmp_path / "g.zarr").iter_shards()
+    )
+    source = len(dict(darr.__dask_graph__()))
+    assert len(graph) == source + shards + 1  # the source's, the shards', the total
+    assert sum(n.startswith("shardwright-total-") for n in names) == 1
+    assert task.compute(scheduler="sync")["puts"] == shards
+
+
+@pytest.mark.parametrize("chunking", ["misaligned", "irregular"])
+@pytest.mark.parametrize("how", ["sync", "threads"])
+def test_no_two_tasks_write_one_shard_one_put_each_no_get(tmp_path, chunking, how):
+    """Through an instrumented store (in this process: sync and threads): as many stores
+    of a whole object as shards, every shard there, and nothing read."""
+    sw.create(tmp_path / "i.zarr", shape=SHAPE, dtype="int16", chunks=CHUNKS, shards=SHARDS)
+    store = FaultyStore(str(tmp_path))
+    target = store.open("i.zarr")
+    store.reset()
+    data = reference(SHAPE, "int16", seed=5)
+    swd.to_zarr(da.from_array(data, chunks=CHUNKINGS[chunking]), target, scheduler=how)
+    counts = store.counts()
+    stores = sum(counts.get(op, 0) for op in ("put", "put_if", "complete"))
+    assert stores == shard_count(SHAPE, SHARDS), counts
+    assert sum(counts.get(op, 0) for op in ("get", "get_range")) == 0, counts
+    assert len(list((tmp_path / "i.zarr/c").rglob("*"))) >= stores
+    assert_same(sw.open(tmp_path / "i.zarr")[...], data)
+
+
+def test_map_chunks_fills_every_shard_once(tmp_path, scheduler):
+    a = sw.create(tmp_path / "m.zarr", shape=(23, 17), dtype="int64", chunks=(4, 4), shards=(8, 8))
+    stats = swd.map_chunks(lambda c: c.origin[0] * 100 + c.origin[1], a, scheduler=scheduler)
+    assert (stats["shards_written"], stats["puts"]) == (9, 9)
+    want = np.zeros((23, 17), "int64")
+    for c in a.iter_chunks():
+        want[c.slices] = c.origin[0] * 100 + c.origin[1]
+    assert_same(a[...], want)
+    before = a[...]
+    stats = swd.map_chunks(
+        lambda c: -1,
+        str(tmp_path / "m.zarr"),
+        within=(slice(0, 1), slice(9, 10)),
+        scheduler=scheduler,
+    )
+    assert stats["shards_written"] == 1
+    want = before.copy()
+    want[0:8, 8:16] = -1
+    assert_same(a[...], want)
+
+
+PYRAMIDS = {
+    # uint16 mean, 3-d, factors 2, default chunks and shards
+    "mean": dict(
+        shape=(40, 70, 90),
+        dtype="uint16",
+        chunks=(11, 23, 17),
+        factors=(2, 2, 2),
+        settings=dict(chunks=(8, 16, 16), shards=(16, 32, 32)),
+    ),
+    # factor 3 against inner chunks of 4 (blocks of 12 cross shards), float median
+    "median": dict(
+        shape=(2, 50, 61),
+        dtype="float32",
+        chunks=(1, 13, 31),
+        factors=(1, 3, 3),
+        settings=dict(
+            method="median",
+            chunks=[(1, 4, 4), (1, 5, 3)],
+            shards=[(1, 8, 8), (1, 5, 9)],
+            levels=2,
+            axes=("c", "y", "x"),
+        ),
+    ),
+    "mode": dict(
+        shape=(33, 47),
+        dtype="int8",
+        chunks=(33, 5),
+        factors=(2, 2),
+        settings=dict(method="mode", chunks=(4, 4), shards=(8, 8)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYRAMIDS))
+def test_pyramid_equals_sw_pyramid_bit_for_bit(tmp_path, scheduler, case):
+    spec = PYRAMIDS[case]
+    data = reference(spec["shape"], spec["dtype"], seed=7)
+    darr = da.from_array(data, chunks=spec["chunks"])
+    got = swd.pyramid(
+        darr, tmp_path / "d.zarr", factors=spec["factors"], scheduler=scheduler, **spec["settings"]
+    )
+    want = sw.pyramid(data, tmp_path / "w.zarr", factors=spec["factors"], **spec["settings"])
+    assert len(got) == len(want) > 1
+    shards = sum(len(a.iter_shards()) for a in want)
+    assert got.stats["shards_written"] == shards == got.stats["puts"]
+    assert got.stats["gets"] == 0
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert a.metadata == b.metadata, k
+        assert_same(a[...], b[...])
+    assert json.loads((tmp_path / "d.zarr/zarr.json").read_text()) == json.loads(
+        (tmp_path / "w.zarr/zarr.json").read_text().replace("w.zarr", "d.zarr")
+    )
+
+
+def test_pyramid_from_a_path_and_resume_writes_only_the_missing_shards(tmp_path):
+    data = reference((64, 64), "uint8", seed=2)
+    source = sw.create(
+        tmp_path / "src.zarr", shape=(64, 64), dtype="uint8", chunks=(8, 8), shards=(16, 16)
+    )
+    source[...] = data
+    dest = tmp_path / "p.zarr"
+    levels = swd.pyramid(
+        str(tmp_path / "src.zarr"),
+        dest,
+        factors=(2, 2),
+        chunks=(8, 8),
+        shards=(16, 16),
+        scheduler="sync",
+    )
+    want = [a[...] for a in levels]
+    # a job that stopped: some shards of two levels, and the group metadata, missing
+    for gone in ("0/c/1/2", "0/c/3/3", "1/c/0/1", "zarr.json"):
+        (dest / gone).unlink()
+    with pytest.raises(sw.ShardwrightError, match="exists already"):
+        swd.pyramid(data, dest, factors=(2, 2), chunks=(8, 8), shards=(16, 16))
+    task = swd.pyramid(
+        data, dest, factors=(2, 2), chunks=(8, 8), shards=(16, 16), resume=True, compute=False
+    )
+    keys = [
+        k
+        for k in dict(task.__dask_graph__())
+        if isinstance(k, tuple) and k[0].startswith("shardwright-level")
+    ]
+    assert sorted((k[0][len("shardwright-level") :].split("-")[0], *k[1:]) for k in keys) == [
+        ("0", 1, 2),
+        ("0", 3, 3),
+        ("1", 0, 1),
+    ]
+    assert task.compute(scheduler="threads")["shards_written"] == 3
+    assert (dest / "zarr.json").exists()
+    for k, w in enumerate(want):
+        assert_same(sw.open(dest / str(k))[...], w)
+
+
+def test_arrays_pickle_as_where_they_are(tmp_path):
+    a = sw.create(tmp_path / "a.zarr", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))
+    a[:] = 5
+    b = pickle.loads(pickle.dumps(sw.open(tmp_path / "a.zarr", mode="r")))
+    assert b.read_only and b.path == a.path and b[:].tolist() == [5] * 6
+    m = sw.create(
+        "memory:///dask/pickled.zarr", shape=(3,), dtype="int8", chunks=(3,), overwrite=True
+    )
+    m[:] = 2
+    assert pickle.loads(pickle.dumps(m))[:].tolist() == [2, 2, 2]
+    levels = sw.pyramid(
+        np.ones((8, 8), "uint8"), tmp_path / "p.zarr", factors=(2, 2), chunks=(4, 4)
+    )
+    assert pickle.loads(pickle.dumps(levels[1])).path == tmp_path / "p.zarr" / "1"
+
+
+def test_an_array_without_a_location_refuses_to_pickle(tmp_path):
+    faulty = FaultyStore(str(tmp_path))
+    sw.create(tmp_path / "f.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    array = faulty.open("f.zarr")
+    with pytest.raises(TypeError, match="cannot be pickled: it was not opened from a path"):
+        pickle.dumps(array)
+
+
+def test_bad_input_is_refused_before_any_task(tmp_path):
+    darr = da.zeros((10, 10), dtype="float64", chunks=5)
+    a = sw.create(tmp_path / "t.zarr", shape=(10, 10), dtype="int16", chunks=(5, 5))
+    with pytest.raises(TypeError, match="expected a dask array, got ndarray"):
+        swd.to_zarr(np.zeros((10, 10)), a)
+    with pytest.raises(sw.ShapeError, match=r"shape \(10, 11\) differs from the target's"):
+        swd.to_zarr(da.zeros((10, 11), chunks=5), a)
+    with pytest.raises(sw.DTypeError, match="float64 does not cast to the target's int16"):
+        swd.to_zarr(darr, a)
+    with pytest.raises(TypeError, match="make a new array; the target is an open"):
+        swd.to_zarr(darr, a, chunks=(5, 5))
+    with pytest.raises(sw.ShapeError, match=r"shape=\(3, 3\) differs from the dask array's"):
+        swd.to_zarr(darr, tmp_path / "n.zarr", shape=(3, 3), chunks=(5, 5))
+    unknown = da.zeros((10,), chunks=5)
+    unknown = unknown[unknown > -1]
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        swd.to_zarr(unknown, tmp_path / "u.zarr", chunks=(5,))
+    with pytest.raises(sw.ArrayNotFoundError):
+        swd.to_zarr(darr, tmp_path / "missing.zarr")
+    with pytest.raises(TypeError, match="fn must be callable"):
+        swd.map_chunks(3, a)
+    with dask.config.set(scheduler="sync"):
+        assert swd.to_zarr(darr.astype("int16"), a)["shards_written"] == 4
