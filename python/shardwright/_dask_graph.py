@@ -80,6 +80,32 @@ def write_from_blocks(job: ShardFromBlocks, *blocks: Any) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class ShardFromSource:
+    """Shard ``index`` of ``array``, copied from the same region of ``source`` (anything
+    sliceable and picklable: a shardwright ``Array``, a ``zarr.Array``)."""
+
+    source: Any
+    array: Array
+    index: tuple[int, ...]
+
+
+def copy_from_source(job: ShardFromSource) -> dict[str, int]:
+    """Read the shard's region of ``job.source`` and write the shard (one put); its stats.
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/s.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    >>> copy_from_source(ShardFromSource(np.arange(4, dtype="int8"), a, (1,)))["puts"]
+    1
+    >>> a[:].tolist()
+    [0, 0, 2, 3]
+    """
+    with job.array.write_shard(job.index) as w:
+        region = w.shard
+        w[region] = np.asarray(job.source[region.slices])
+    return _with_shard(w.stats)
+
+
+@dataclass(frozen=True)
 class ShardOfChunks:
     """Shard ``index`` of ``array``, each inner chunk ``fn(chunk)``."""
 
@@ -92,9 +118,10 @@ def write_chunks(job: ShardOfChunks) -> dict[str, int]:
     """Fill the shard of ``job`` chunk by chunk and store it (one put); its stats.
 
     >>> import tempfile, shardwright as sw
-    >>> a = sw.create(tempfile.mkdtemp() + "/c.zarr", shape=(4,), dtype="int8", chunks=(2,))
-    >>> write_chunks(ShardOfChunks(a, (0,), lambda c: c.origin[0]))["puts"], a[:].tolist()
-    (1, [0, 0, 0, 0])
+    >>> a = sw.create(tempfile.mkdtemp() + "/c.zarr", shape=(4,), dtype="int8", chunks=(2,),
+    ...               shards=(4,))
+    >>> write_chunks(ShardOfChunks(a, (0,), lambda c: c.origin[0] + 1))["puts"], a[:].tolist()
+    (1, [1, 1, 3, 3])
     """
     with job.array.write_shard(job.index) as w:
         for chunk in w.inner_chunks():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import dataclasses
 import json
 import math
 import operator
@@ -118,6 +119,9 @@ def _reduce_array(array: Array) -> tuple[Any, tuple[Any, ...]]:
             f"this shardwright Array ({array.path}) cannot be pickled: it was not opened "
             "from a path, URL or zarr store (sw.open / sw.create give ones that can)"
         )
+    if where.path is not None and not where.path.is_absolute():
+        # a worker's working folder may be another
+        where = dataclasses.replace(where, path=where.path.absolute())
     return open_at, (where, array.read_only)
 
 

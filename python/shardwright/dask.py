@@ -44,7 +44,7 @@ import numpy as np
 from . import _dask_graph as graph
 from ._array import Array, Within
 from ._domain import Domain
-from ._errors import DTypeError, ShapeError
+from ._errors import DTypeError, NotAnArrayError, ShapeError
 from ._open import create
 from ._open import open as open_array
 from ._pyramid import Levels, Shapes, prepare
@@ -215,16 +215,18 @@ def pyramid(
     compute: bool = True,
     scheduler: Any = None,
 ) -> Any:
-    """:func:`shardwright.pyramid` with the shards of each level as dask tasks: level 0
-    is written from ``source`` (a dask array; anything else :func:`shardwright.pyramid`
-    reads is wrapped with ``dask.array.from_array``) one task per shard, as
-    :func:`to_zarr` does; each shard of level ``k`` is a task that waits for the shards
-    of level ``k - 1`` it reads and downsamples them as stored (the same blocks, the same
-    kernels: every level equals :func:`shardwright.pyramid`'s bit for bit); a last task
-    writes the OME group metadata. Arguments as :func:`shardwright.pyramid`'s
-    (``resume=True`` leaves the shards already stored out of the graph). Returns the
-    level arrays (a ``list`` with ``.stats``), or with ``compute=False`` a
-    ``dask.delayed.Delayed`` that computes the stats.
+    """:func:`shardwright.pyramid` with the shards of each level as dask tasks. Level 0
+    is written one task per shard: from a dask array's blocks, as :func:`to_zarr` does,
+    or, for a path, URL, shardwright or zarr ``Array``, each task reading its shard's
+    region of the source itself (no blocks move between workers); anything else
+    :func:`shardwright.pyramid` reads is wrapped with ``dask.array.from_array``. Each
+    shard of level ``k`` is a task that waits for the shards of level ``k - 1`` it reads
+    and downsamples them as stored (the same blocks and kernels: every level equals
+    :func:`shardwright.pyramid`'s bit for bit); a last task writes the OME group
+    metadata. Arguments as :func:`shardwright.pyramid`'s (``resume=True`` leaves the
+    shards already stored out of the graph). Returns the level arrays (a ``list`` with
+    ``.stats``), or with ``compute=False`` a ``dask.delayed.Delayed`` that computes the
+    stats.
 
     >>> import dask.array as da, tempfile, shardwright as sw, shardwright.dask as swd
     >>> darr = da.arange(64 * 64, dtype="uint16", chunks=1000).reshape(64, 64)
@@ -233,13 +235,14 @@ def pyramid(
     >>> [a.shape for a in levels], int(levels[1][0, 0]), levels.stats["shards_written"]
     ([(64, 64), (32, 32), (16, 16)], 32, 3)
     """
-    darr = source if isinstance(source, da.Array) else None
-    if darr is None:
-        darr = _as_dask(source, storage_options)
-    darr = _dask_array(darr)
+    direct = None if isinstance(source, da.Array) else _direct_source(source, storage_options)
+    darr = None
+    if direct is None:
+        given = source if isinstance(source, da.Array) else da.from_array(source, chunks="auto")
+        darr = _dask_array(given)
     core_source, where, arguments = prepare(
         "pyramid",
-        darr,
+        darr if direct is None else direct,
         dest,
         factors=factors,
         levels=levels,
@@ -259,7 +262,7 @@ def pyramid(
 
     tasks = _core.PyramidTasks.prepare(core_source, *arguments)
     arrays = [Array(a, where=where.child(str(k))) for k, a in enumerate(tasks.levels())]
-    delayed = _pyramid_graph(darr, tasks, arrays, resume=resume)
+    delayed = _pyramid_graph(darr, direct, tasks, arrays, resume=resume)
     if not compute:
         return delayed
     out = Levels(arrays)
@@ -267,24 +270,44 @@ def pyramid(
     return out
 
 
-def _as_dask(source: Any, storage_options: Mapping[str, Any] | None) -> da.Array:
-    """A dask array over any other source :func:`shardwright.pyramid` reads."""
+def _direct_source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
+    """The source level 0's tasks read their shard from themselves (no dask blocks to
+    move between workers): a path or URL opened read-only, a shardwright or zarr
+    ``Array``; ``None`` for anything else (numpy, h5py…: wrapped with
+    ``dask.array.from_array``)."""
     if isinstance(source, (str, os.PathLike)):
-        source = open_array(source, mode="r", storage_options=storage_options)
-    chunks = getattr(source, "shards", None) or getattr(source, "chunks", None)
-    if not (isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks)):
-        chunks = "auto"
-    return da.from_array(source, chunks=chunks)
+        try:
+            return open_array(source, mode="r", storage_options=storage_options)
+        except NotAnArrayError:
+            import zarr  # a Zarr v2 array, read through zarr-python
+
+            return zarr.open_array(os.fspath(source), mode="r")
+    if isinstance(source, Array) or type(source).__module__.startswith("zarr"):
+        return source
+    return None
 
 
-def _pyramid_graph(darr: da.Array, tasks: Any, arrays: list[Array], *, resume: bool) -> Any:
+def _pyramid_graph(
+    darr: da.Array | None, direct: Any, tasks: Any, arrays: list[Array], *, resume: bool
+) -> Any:
     from dask._task_spec import Task, TaskRef
 
     token = graph.new_token()
     stored = [set(map(tuple, s)) for s in tasks.stored()] if resume else [set()] * len(arrays)
     names = [f"{graph.LEVEL_TASK}{k}-{token}" for k in range(len(arrays))]
     level0 = [s for s in arrays[0].iter_shards() if tuple(s.index) not in stored[0]]
-    layer, keys = graph.shard_layer(darr, arrays[0], names[0], level0)
+    if darr is not None:
+        layer, keys = graph.shard_layer(darr, arrays[0], names[0], level0)
+    else:
+        layer = {
+            (names[0], *s.index): Task(
+                (names[0], *s.index),
+                graph.copy_from_source,
+                graph.ShardFromSource(direct, arrays[0], tuple(s.index)),
+            )
+            for s in level0
+        }
+        keys = list(layer)
     for k in range(1, len(arrays)):
         for shard in arrays[k].iter_shards():
             index = tuple(shard.index)
@@ -300,4 +323,4 @@ def _pyramid_graph(darr: da.Array, tasks: Any, arrays: list[Array], *, resume: b
             keys.append(key)
     total = f"{graph.TOTAL_TASK}-{token}"
     layer[total] = graph.total_task(total, keys, graph.finish_pyramid, tasks)
-    return graph.delayed_of(total, layer, [darr])
+    return graph.delayed_of(total, layer, [] if darr is None else [darr])
