@@ -67,6 +67,7 @@ SIZES = {
 }
 CASES = [
     "compress",
+    "source",
     "swd_aligned",
     "dask_aligned",
     "swd_misaligned",
