@@ -79,6 +79,7 @@ python benchmarks/bench_pyramid.py --size tiny --cases shardwright,ts_loop,ts_wh
 python benchmarks/bench_s3.py --size tiny --repeat 1 >/dev/null
 python benchmarks/per_chunk.py >/dev/null
 python benchmarks/bench_async_loop.py --chunks 1 >/dev/null
+python benchmarks/bench_dask.py --size tiny --workdir "$scratch/dask" >/dev/null
 echo "== fuzzing: every target briefly from its committed corpus (scripts/fuzz.sh 600 locally)"
 FUZZ_SANITIZER=none bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 disk "at the end"
