@@ -25,6 +25,19 @@ def store_name(store: Any) -> str:
     return text
 
 
+def refuse_copying(store: Any, what: str) -> None:
+    """Raise :class:`TypeError` for a zarr-python store that pickles as a copy of its
+    contents (``MemoryStore``): an unpickled array would write into the copy, in another
+    process, and the writes would be lost without an error."""
+    if type(store).__name__ == "MemoryStore" and type(store).__module__.startswith("zarr"):
+        raise TypeError(
+            f"{what} on a zarr MemoryStore cannot be pickled: a copy of the store would be "
+            "written in another process and the writes lost; use the threaded or "
+            "synchronous scheduler (nothing is pickled there), or a folder or object "
+            "store every worker reaches"
+        )
+
+
 class StoreAdapter:
     """Blocking ``get`` / ``get_range`` / ``size`` / ``set`` / ``delete`` over a
     zarr-python ``Store`` (each one request of the store's own), as the engine calls them.
@@ -43,6 +56,11 @@ class StoreAdapter:
         self._store = store
         self._proto = default_buffer_prototype()
         self.name = store_name(store)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its store (refused for a ``MemoryStore``, which would be copied)."""
+        refuse_copying(self._store, f"an array in {self.name}")
+        return StoreAdapter, (self._store,)
 
     def get(self, key: str) -> bytes | None:
         """The value at ``key``, or None."""

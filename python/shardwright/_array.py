@@ -20,6 +20,7 @@ from ._errors import (
     ShapeError,
     UnsupportedError,
 )
+from ._indexing import is_plain
 from ._metadata import (
     Attributes,
     appended_shape,
@@ -423,7 +424,7 @@ class Array(ZarrNames):
         """
         self._check_writable("assignment")
         with self.transaction() as tx:
-            if isinstance(key, Domain) or _is_plain(key):
+            if isinstance(key, Domain) or is_plain(key):
                 tx[key] = value
             else:  # integer arrays, masks, slice steps: as zarr-python's a[key] reads them
                 write_key(tx, self._dtype, self._shape, key, value)
@@ -492,18 +493,3 @@ class Array(ZarrNames):
             f"<shardwright.Array {str(self.path)!r} shape={self._shape} dtype={self._dtype} "
             f"chunks={self._chunks} shards={self._shards}>"
         )
-
-
-def _is_plain(key: Any) -> bool:
-    """Whether ``key`` is basic indexing a transaction writes directly: integers, slices
-    of step 1 and Ellipsis."""
-    items = key if isinstance(key, tuple) else (key,)
-    for k in items:
-        if isinstance(k, slice):
-            if k.step not in (None, 1):
-                return False
-        elif k is not Ellipsis and (
-            not isinstance(k, int | np.integer) or isinstance(k, bool | np.bool_)
-        ):
-            return False
-    return True

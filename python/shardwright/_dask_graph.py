@@ -26,7 +26,7 @@ from ._pipeline import fill_chunk
 #: The key prefixes of the tasks, as the dashboard and ``distributed.progress`` group them.
 SHARD_TASK = "shardwright-shard"
 CHUNKS_TASK = "shardwright-chunks"
-LEVEL_TASK = "shardwright-level"
+LEVEL_TASK = "shardwright-level"  # keys (name, level, *index)
 TOTAL_TASK = "shardwright-total"
 
 
@@ -135,10 +135,15 @@ def downsample_shard(tasks: Any, level: int, index: tuple[int, ...], *_inputs: A
     return _with_shard(tasks.write_shard(level, list(index)))
 
 
-def finish_pyramid(tasks: Any, parts: Sequence[dict[str, int]]) -> dict[str, Any]:
-    """Write the pyramid's group metadata (after every shard) and sum the stats."""
+def finish_pyramid(
+    tasks: Any, written: list[int], skipped: list[int], parts: Sequence[dict[str, int]]
+) -> dict[str, Any]:
+    """Write the pyramid's group metadata (after every shard) and sum the stats, with
+    ``shards_written`` and ``shards_skipped`` per level as :func:`shardwright.pyramid`
+    gives them (the commits' stats: the reads of the level below are not counted)."""
     total = totals(parts)
     total["bytes_written"] = total.get("bytes_written", 0) + tasks.finish()
+    total["shards_written"], total["shards_skipped"] = list(written), list(skipped)
     return total
 
 
@@ -149,7 +154,8 @@ def _with_shard(stats: dict[str, int]) -> dict[str, int]:
 
 
 def totals(parts: Iterable[dict[str, int]]) -> dict[str, Any]:
-    """The sum of the tasks' stats (``shards_written`` counts the shards stored).
+    """The sum of the tasks' stats (``shards_written`` counts the shards committed; one
+    holding only the fill value is committed without a put).
 
     >>> totals([{"puts": 1, "shards_written": 1}, {"puts": 1, "shards_written": 1}])
     {'shards_written': 2, 'puts': 2}
@@ -189,7 +195,7 @@ def pieces_of(
             lo, hi = edges[b], edges[b + 1]
             if lo >= stop:
                 break
-            if hi <= start:
+            if hi <= start or lo == hi:
                 continue
             a, z = max(lo, start), min(hi, stop)
             axis.append((b, slice(a - lo, z - lo), a, z - a))
@@ -204,10 +210,11 @@ def pieces_of(
 
 
 def shard_layer(
-    darr: Any, array: Array, name: str, shards: Iterable[Domain]
+    darr: Any, array: Array, name: str, shards: Iterable[Domain], level: int | None = None
 ) -> tuple[dict[Any, Any], list[Any]]:
     """The tasks writing ``shards`` of ``array`` from the dask array ``darr``: the
-    layer (key → task) and the keys, one per shard."""
+    layer (key → task) and the keys, one per shard: ``(name, *index)``, or with a
+    pyramid's ``level`` ``(name, level, *index)``."""
     from dask._task_spec import Task, TaskRef
 
     bounds = [_bounds(c) for c in darr.chunks]
@@ -218,7 +225,7 @@ def shard_layer(
         job = ShardFromBlocks(
             array, tuple(shard.index), tuple((take, region) for _, take, region in found)
         )
-        key = (name, *shard.index)
+        key = (name, *(() if level is None else (level,)), *shard.index)
         refs = [TaskRef((darr.name, *block)) for block, _, _ in found]
         layer[key] = Task(key, write_from_blocks, job, *refs)
     return layer, list(layer)
@@ -249,19 +256,16 @@ def delayed_of(name: str, layer: dict[Any, Any], sources: Sequence[Any] = ()) ->
     """A ``dask.delayed.Delayed`` for the key ``name`` of ``layer``, over the graphs of
     the dask arrays in ``sources``, optimized as ``darr.compute()`` would (their blocks
     fused where dask fuses them; the block keys the tasks name are kept), as ``da.store``
-    does: the same keys get the same tasks whichever computes them first."""
+    does: the same keys get the same tasks whichever computes them first. The layer
+    depends on the sources' layers, so culling keeps them."""
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
 
-    graphs = [
-        HighLevelGraph.from_collections(name, layer, dependencies=[]),
-        *(
-            HighLevelGraph.from_collections(
-                f"{name}-source{i}",
-                dict(s.__dask_optimize__(s.__dask_graph__(), s.__dask_keys__())),
-                dependencies=[],
-            )
-            for i, s in enumerate(sources)
-        ),
-    ]
-    return Delayed(name, HighLevelGraph.merge(*graphs))
+    layers: dict[str, Any] = {name: layer}
+    dependencies: dict[str, set[str]] = {name: set()}
+    for i, s in enumerate(sources):
+        source = f"{name}-source{i}"
+        layers[source] = dict(s.__dask_optimize__(s.__dask_graph__(), s.__dask_keys__()))
+        dependencies[source] = set()
+        dependencies[name].add(source)
+    return Delayed(name, HighLevelGraph(layers, dependencies))

@@ -88,3 +88,18 @@ def parse_write_key(key: Any, shape: tuple[int, ...]) -> tuple[Domain, tuple[int
                 raise ShapeError(f"writes need slices with step 1; axis {axis} has {k.step}")
             result.append(region.shape[axis])
     return region, tuple(result)
+
+
+def is_plain(key: Any) -> bool:
+    """Whether ``key`` is basic indexing a transaction writes directly: integers, slices
+    of step 1 and Ellipsis."""
+    items = key if isinstance(key, tuple) else (key,)
+    for k in items:
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                return False
+        elif k is not Ellipsis and (
+            not isinstance(k, int | np.integer) or isinstance(k, bool | np.bool_)
+        ):
+            return False
+    return True

@@ -119,6 +119,10 @@ def _reduce_array(array: Array) -> tuple[Any, tuple[Any, ...]]:
             f"this shardwright Array ({array.path}) cannot be pickled: it was not opened "
             "from a path, URL or zarr store (sw.open / sw.create give ones that can)"
         )
+    if where.store is not None:
+        from ._adapter import refuse_copying  # a zarr store: zarr is installed
+
+        refuse_copying(where.store, f"the shardwright Array {where.url}")
     if where.path is not None and not where.path.is_absolute():
         # a worker's working folder may be another
         where = dataclasses.replace(where, path=where.path.absolute())

@@ -36,10 +36,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-import dask.array as da
 import numpy as np
+
+try:
+    import dask.array as da
+    from dask._task_spec import Task  # noqa: F401  (the task spec of dask >= 2025)
+except ImportError as err:  # pragma: no cover - dask is a test dependency
+    raise ImportError(
+        "shardwright.dask needs dask 2026.8 or newer with dask.array (and distributed for "
+        "a cluster): pip install 'shardwright[dask]'"
+    ) from err
 
 from . import _dask_graph as graph
 from ._array import Array, Within
@@ -143,6 +152,7 @@ def to_zarr(
     """
     darr = _dask_array(darr)
     array = _target(darr, target, storage_options, dict(create_kwargs))
+    array._check_writable("swd.to_zarr")
     _check_dtype(darr.dtype, array)
     token = graph.new_token()
     layer, keys = graph.shard_layer(darr, array, f"{graph.SHARD_TASK}-{token}", array.iter_shards())
@@ -183,6 +193,7 @@ def map_chunks(
         array = target
     else:
         array = open_array(target, storage_options=storage_options)
+    array._check_writable("swd.map_chunks")
     if not callable(fn):
         raise TypeError(f"fn must be callable (fn(chunk) -> data), got {type(fn).__name__}")
     token = graph.new_token()
@@ -240,9 +251,11 @@ def pyramid(
     if direct is None:
         given = source if isinstance(source, da.Array) else da.from_array(source, chunks="auto")
         darr = _dask_array(given)
+    # the settings are checked against the source as given (a URL with its options, a
+    # path that overlaps the destination), as sw.pyramid checks them
     core_source, where, arguments = prepare(
         "pyramid",
-        darr if direct is None else direct,
+        source,
         dest,
         factors=factors,
         levels=levels,
@@ -258,6 +271,8 @@ def pyramid(
         resume=resume,
         storage_options=storage_options,
     )
+    if where.path is not None:  # the tasks reopen it where a worker's working folder is
+        arguments = (str(where.path.absolute()), *arguments[1:])
     from . import _core
 
     tasks = _core.PyramidTasks.prepare(core_source, *arguments)
@@ -279,9 +294,12 @@ def _direct_source(source: Any, storage_options: Mapping[str, Any] | None) -> An
         try:
             return open_array(source, mode="r", storage_options=storage_options)
         except NotAnArrayError:
-            import zarr  # a Zarr v2 array, read through zarr-python
+            local = Path(os.fspath(source))
+            if "://" in os.fspath(source) or not (local / ".zarray").is_file():
+                raise  # a group, or a Zarr v2 array in an object store
+            import zarr  # a local Zarr v2 array, read through zarr-python
 
-            return zarr.open_array(os.fspath(source), mode="r")
+            return zarr.open_array(str(local.absolute()), mode="r")
     if isinstance(source, Array) or type(source).__module__.startswith("zarr"):
         return source
     return None
@@ -294,33 +312,36 @@ def _pyramid_graph(
 
     token = graph.new_token()
     stored = [set(map(tuple, s)) for s in tasks.stored()] if resume else [set()] * len(arrays)
-    names = [f"{graph.LEVEL_TASK}{k}-{token}" for k in range(len(arrays))]
+    name = f"{graph.LEVEL_TASK}-{token}"  # keys (name, level, *shard index)
     level0 = [s for s in arrays[0].iter_shards() if tuple(s.index) not in stored[0]]
     if darr is not None:
-        layer, keys = graph.shard_layer(darr, arrays[0], names[0], level0)
+        layer, keys = graph.shard_layer(darr, arrays[0], name, level0, level=0)
     else:
         layer = {
-            (names[0], *s.index): Task(
-                (names[0], *s.index),
+            (name, 0, *s.index): Task(
+                (name, 0, *s.index),
                 graph.copy_from_source,
                 graph.ShardFromSource(direct, arrays[0], tuple(s.index)),
             )
             for s in level0
         }
         keys = list(layer)
+    written = [len(keys)]
     for k in range(1, len(arrays)):
         for shard in arrays[k].iter_shards():
             index = tuple(shard.index)
             if index in stored[k]:
                 continue
             waits = [
-                TaskRef((names[k - 1], *i))
+                TaskRef((name, k - 1, *i))
                 for i in map(tuple, tasks.inputs(k, list(index)))
                 if i not in stored[k - 1]
             ]
-            key = (names[k], *index)
+            key = (name, k, *index)
             layer[key] = Task(key, graph.downsample_shard, tasks, k, index, *waits)
             keys.append(key)
+        written.append(len(keys) - sum(written))
+    skipped = [len(s) for s in stored]
     total = f"{graph.TOTAL_TASK}-{token}"
-    layer[total] = graph.total_task(total, keys, graph.finish_pyramid, tasks)
+    layer[total] = graph.total_task(total, keys, graph.finish_pyramid, tasks, written, skipped)
     return graph.delayed_of(total, layer, [] if darr is None else [darr])
