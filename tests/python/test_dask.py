@@ -16,6 +16,7 @@ import shardwright as sw
 import shardwright.dask as swd
 import zarr
 from conftest import assert_same, reference
+from distributed.utils import key_split
 from shardwright.testing import FaultyStore
 
 SHAPE = (45, 38, 21)
@@ -208,6 +209,7 @@ def test_pyramid_from_a_path_and_resume_writes_only_the_missing_shards(tmp_path)
         if isinstance(k, tuple) and k[0].startswith("shardwright-level")
     ]
     assert sorted(k[1:] for k in keys) == [(0, 1, 2), (0, 3, 3), (1, 0, 1)]  # level, index
+    assert {key_split(k) for k in keys} == {"shardwright-level"}  # Dask's group name
     stats = task.compute(scheduler="threads")
     levels_below = len(want) - 2  # 64 -> 32 -> ... -> 1: the levels past level 1
     assert stats["shards_written"] == [2, 1] + [0] * levels_below

@@ -33,7 +33,8 @@
 //! tasks.write_shard(1, &[0, 0]).unwrap();
 //! tasks.finish().unwrap();
 //! let level1 = tasks.levels()[1].read(&tasks.levels()[1].bounds()).unwrap();
-//! assert_eq!(level1[..2], [5, 6]); // the rounded means of the 2×2 blocks (0, 1, 8, 9), (2, 3, 10, 11)
+//! // the means of the 2×2 blocks (0, 1, 8, 9) and (2, 3, 10, 11), 4.5 and 6.5, ties to even
+//! assert_eq!(level1[..2], [4, 6]);
 //! ```
 //!
 //! [`build::pyramid`]: super::build::pyramid
