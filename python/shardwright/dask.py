@@ -244,7 +244,7 @@ def pyramid(
     >>> levels = swd.pyramid(darr, tempfile.mkdtemp() + "/img.zarr", factors=(2, 2),
     ...                      levels=3, chunks=(16, 16), scheduler="threads")
     >>> [a.shape for a in levels], int(levels[1][0, 0]), levels.stats["shards_written"]
-    ([(64, 64), (32, 32), (16, 16)], 32, 3)
+    ([(64, 64), (32, 32), (16, 16)], 32, [1, 1, 1])
     """
     direct = None if isinstance(source, da.Array) else _direct_source(source, storage_options)
     darr = None
