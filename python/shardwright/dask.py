@@ -95,18 +95,22 @@ def _target(
         return create(
             target, shape=darr.shape, dtype=dtype, storage_options=storage_options, **create_kwargs
         )
-    if isinstance(target, Array):
-        if storage_options:
-            raise TypeError("storage_options are for a path or URL; the target is open")
-        array = target
-    else:
-        array = open_array(target, storage_options=storage_options)
+    array = _opened(target, storage_options)
     if array.shape != darr.shape:
         raise ShapeError(
             f"the dask array's shape {darr.shape} differs from the target's {array.shape} "
             f"({array.path})"
         )
     return array
+
+
+def _opened(target: Any, storage_options: Mapping[str, Any] | None) -> Array:
+    """``target`` itself when it is an open Array, else the array it names, opened."""
+    if isinstance(target, Array):
+        if storage_options:
+            raise TypeError("storage_options are for a path or URL; the target is open")
+        return target
+    return open_array(target, storage_options=storage_options)
 
 
 def _check_dtype(source: np.dtype, array: Array) -> None:
@@ -187,12 +191,7 @@ def map_chunks(
     >>> int(a[5, 3])
     21
     """
-    if isinstance(target, Array):
-        if storage_options:
-            raise TypeError("storage_options are for a path or URL; the target is open")
-        array = target
-    else:
-        array = open_array(target, storage_options=storage_options)
+    array = _opened(target, storage_options)
     array._check_writable("swd.map_chunks")
     if not callable(fn):
         raise TypeError(f"fn must be callable (fn(chunk) -> data), got {type(fn).__name__}")
