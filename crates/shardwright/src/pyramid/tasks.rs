@@ -46,7 +46,7 @@ use super::build::BuildOptions;
 use super::downsample::{self, Method};
 use super::levels::{group_document, level_arrays, level_paths, stored_shards, SETTINGS_KEY};
 use super::plan::lcm;
-use super::source::{element_size, Source};
+use super::source::Source;
 use super::PyramidError;
 use crate::array::METADATA_KEY;
 use crate::domain::{Domain, Grid};
@@ -273,15 +273,6 @@ impl LevelTasks {
         self.store
             .put(&join(&self.path, METADATA_KEY), &[&self.group])?;
         Ok(self.group.len() as u64)
-    }
-
-    /// The size of an element of the levels, in bytes.
-    #[must_use]
-    pub fn element_size(&self) -> usize {
-        self.levels
-            .first()
-            .and_then(|a| element_size(a.layout().data_type_name()))
-            .unwrap_or(0)
     }
 }
 
