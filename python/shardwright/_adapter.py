@@ -89,18 +89,24 @@ class StoreAdapter:
 
     def set_if_absent(self, key: str, data: bytes) -> bool:
         """Store ``data`` at ``key`` unless there is a value (the store's
-        ``set_if_not_exists``, atomic where the store makes it so: LocalStore, obstore);
-        returns whether what is stored now has ``data``'s size (a writer in another
-        process that won with a value of the same size goes unnoticed: the adapter's
-        writes are conditional within one process only).
+        ``set_if_not_exists``); returns whether what is stored now is ``data``, byte for
+        byte (read back: a writer in another process that stored a value first, even one
+        of the same size, is a ``False``, never a silent loss). Atomic between processes
+        where the store's ``set_if_not_exists`` is (LocalStore, obstore, MemoryStore);
+        zarr-python's default for other stores checks, then sets, and a writer in
+        another process between the two goes unnoticed when it stores after the read back.
 
         >>> import zarr
         >>> adapter = StoreAdapter(zarr.storage.MemoryStore())
-        >>> adapter.set_if_absent("k", b"one"), adapter.set_if_absent("k", b"three")
+        >>> adapter.set_if_absent("k", b"one"), adapter.set_if_absent("k", b"two")
         (True, False)
+        >>> adapter.get("k")
+        b'one'
         """
         sync(self._store.set_if_not_exists(key, cpu.Buffer.from_bytes(data)))
-        return self.size(key) == len(data)  # a size, not a read of the shard back
+        if self.size(key) != len(data):  # cheap first: another value of another size
+            return False
+        return self.get(key) == data
 
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""

@@ -19,6 +19,9 @@ def num_threads() -> int:
 def set_num_threads(threads: int) -> None:
     """Size the encoding pool, before its first use."""
 
+def remove_folder_to_overwrite(path: str | PathLike[str]) -> None:
+    """Remove ``path`` to overwrite it; refuses '', '.', '/', the home and current folders."""
+
 def run_cli(argv: list[str | bytes]) -> int:
     """Run the ``shardwright`` command line (program name first); returns the exit code."""
 

@@ -108,9 +108,17 @@ def _of_zarr_store(store: Any, path: str) -> Location:
                 f"an obstore {kind} with a credential_provider (a Python callable cannot be "
                 "handed to the engine); give the credentials as config or in the environment"
             )
-        prefix = str(getattr(inner, "prefix", None) or "")
         if kind == "LocalStore":
-            return Location(Path("/" + prefix.lstrip("/")) / path, None, [])
+            # obstore resolves a relative prefix against the folder that was current when
+            # the store was made, which is not known here: such a store is written
+            # through its own methods (the adapter), never guessed at.
+            root = getattr(inner, "prefix", None)
+            if root is None:
+                return Location(Path("/") / path, None, [])
+            if not Path(root).is_absolute():
+                return _through_adapter(store, path)
+            return Location(Path(root) / path, None, [])
+        prefix = str(getattr(inner, "prefix", None) or "")
         config = dict(getattr(inner, "config", None) or {})
         config.update(getattr(inner, "client_options", None) or {})
         scheme, bucket_key = _OBSTORE_SCHEMES[kind]

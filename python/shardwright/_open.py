@@ -390,8 +390,9 @@ def create(
     assert folder is not None
     if (folder / "zarr.json").exists() and not overwrite:
         raise ShardwrightError(f"an array already exists at '{folder}' (use overwrite=True)")
-    if overwrite and folder.exists():
-        shutil.rmtree(folder)
+    if overwrite:
+        # refuses '', '.', '/', the home folder and folders holding the current one
+        _core.remove_folder_to_overwrite(str(folder))
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ from . import _core
 from ._array import Array
 from ._errors import DTypeError, ShapeError
 from ._location import Location, resolve
+from ._overlap import refuse_overwriting_the_source
 from ._progress import Progress
 
 Shapes = Sequence[int] | Sequence[Sequence[int]]
@@ -91,30 +91,6 @@ def _source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
         return _core.Source.open_url(where.url, where.options)
     assert where.path is not None
     return _core.Source.open_path(str(where.path))
-
-
-def _location_text(target: Any) -> str | None:
-    """The absolute path or URL of ``target`` where it names one."""
-    if isinstance(target, Array):
-        return str(Path(target.path).resolve()) if isinstance(target.path, Path) else target.url
-    if isinstance(target, (str, os.PathLike)):
-        text = os.fspath(target)
-        if isinstance(text, str) and "://" in text and not text.startswith("file://"):
-            return text.rstrip("/")
-        return str(resolve(target, None, None).path.resolve())  # type: ignore[union-attr]
-    return None
-
-
-def _refuse_overwriting_the_source(source: Any, dest: Any) -> None:
-    src, dst = _location_text(source), _location_text(dest)
-    if src is None or dst is None:
-        return
-    inside = src == dst or src.startswith(dst + "/") or dst.startswith(src + "/")
-    if inside:
-        raise ValueError(
-            f"the source '{src}' and the destination '{dst}' overlap: overwrite=True would "
-            "delete the source before it is read; write to another place"
-        )
 
 
 def _is_local(array: Any) -> bool:
@@ -228,7 +204,7 @@ def prepare(
         raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
     core_source = _source(source, storage_options)
     if overwrite:
-        _refuse_overwriting_the_source(source, dest)
+        refuse_overwriting_the_source(source, dest, storage_options, _options_for)
     if storage_options and not any(_options_for(t, storage_options) for t in (source, dest)):
         raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
     where = resolve(dest, _options_for(dest, storage_options), None)

@@ -23,10 +23,10 @@ class ZarrNames:
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> a = sw.create(tempfile.mkdtemp() + "/z.zarr", shape=(6, 4), dtype="int8",
-    ...               chunks=(2, 2), shards=(6, 4))
+    ...               chunks=(2, 2), shards=(2, 4))
     >>> a.set_basic_selection(np.s_[:, :], np.arange(24, dtype="int8").reshape(6, 4))
-    >>> a.get_orthogonal_selection(([0, 5], [1])).tolist(), a.blocks[2, 1].tolist()
-    ([[1], [21]], [[18, 19], [22, 23]])
+    >>> a.get_orthogonal_selection(([0, 5], [1])).tolist(), a.blocks[2].tolist()
+    ([[1], [21]], [[16, 17, 18, 19], [20, 21, 22, 23]])
     >>> a.cdata_shape, a.basename, a.order, a.filters
     ((3, 2), 'z.zarr', 'C', ())
     """
@@ -197,8 +197,17 @@ class ZarrNames:
 
     @property
     def blocks(self) -> _Blocks:
-        """Reads by inner-chunk grid position, as zarr-python's ``blocks``: ``a.blocks[i, j]``
-        is inner chunk ``(i, j)``; slices of grid positions (step 1) read several."""
+        """Reads and writes by block grid position, as zarr-python's ``blocks``: a block is
+        a shard of a sharded array (an inner chunk of an unsharded one), so ``a.blocks[i,
+        j]`` is shard ``(i, j)``; slices of grid positions (step 1) take several.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/b.zarr", shape=(30, 20), dtype="int16",
+        ...               chunks=(2, 3), shards=(10, 6))
+        >>> a.blocks[1, 1] = -1
+        >>> [(int(lo), int(hi)) for lo, hi in zip(*np.nonzero(a[:] == -1))][::59]
+        [(10, 6), (19, 11)]
+        """
         return _Blocks(self)
 
     def get_block_selection(self, selection: Any) -> np.ndarray:
@@ -208,7 +217,8 @@ class ZarrNames:
 
 class _Blocks:
     """``a.blocks[key]`` (read) and ``a.blocks[key] = value`` (a one-shot transaction):
-    ``key`` indexes the inner-chunk grid (ints keep their axis)."""
+    ``key`` indexes the shard grid (the chunk grid of an unsharded array), as zarr-python's
+    ``blocks`` does; an int keeps its axis."""
 
     def __init__(self, array: ZarrNames) -> None:
         self._array = array
@@ -221,15 +231,14 @@ class _Blocks:
 
     def _region(self, key: Any) -> Domain:
         array = self._array
-        grid = array.cdata_shape
+        block = array._shard_shape  # the shard shape; the chunk shape when unsharded
+        grid = tuple(-(-n // b) for n, b in zip(array.shape, block, strict=True))
         items = key if isinstance(key, tuple) else (key,)
         if len(items) > len(grid):
             raise BoundsError(f"too many block indices: {len(items)} for {len(grid)} axes")
         items = items + (slice(None),) * (len(grid) - len(items))
         origin, stop = [], []
-        for axis, (k, n, c, size) in enumerate(
-            zip(items, grid, array.chunks, array.shape, strict=True)
-        ):
+        for axis, (k, n, c, size) in enumerate(zip(items, grid, block, array.shape, strict=True)):
             if isinstance(k, slice):
                 lo, hi, step = k.indices(n)
                 if step != 1:

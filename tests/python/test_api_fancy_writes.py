@@ -100,8 +100,8 @@ def test_getitem_keys_write_the_way_they_read(tmp_path):
     model[[0, 8], [10, 0]] = [7, 8]
     a[[2, 2], [3, 3]] = [4, 5]  # a repeated point takes the last value, as numpy
     model[[2, 2], [3, 3]] = [4, 5]
-    a.blocks[1, 2] = 9  # inner chunk (1, 2): rows 2:4, columns 6:9
-    model[2:4, 6:9] = 9
+    a.blocks[1, 1] = 9  # shard (1, 1), as zarr-python's blocks: rows 4:8, columns 6:11
+    model[4:8, 6:11] = 9
     a.set_orthogonal_selection(([3], [0, 4]), 11)
     model[np.ix_([3], [0, 4])] = 11
     a.set_coordinate_selection(([4], [4]), 12)
@@ -109,7 +109,7 @@ def test_getitem_keys_write_the_way_they_read(tmp_path):
     a.set_mask_selection(model == 100, 13)
     model[model == 100] = 13
     a.set_block_selection((0, 0), 14)
-    model[0:2, 0:3] = 14
+    model[0:4, 0:6] = 14
     np.testing.assert_array_equal(a[...], model)
 
 

@@ -260,6 +260,22 @@ def test_copy_arguments(a, tmp_path):
     assert (Path(a.path) / "zarr.json").is_file()
 
 
+def test_overwrite_refusals(tmp_path, monkeypatch):
+    import zarr
+    from zarr.storage import LocalStore, WrapperStore
+
+    class Opaque(WrapperStore):
+        pass
+
+    z = zarr.create_array(Opaque(LocalStore(str(tmp_path))), name="raw", shape=(4,), dtype="u1")
+    with expect("copy-overlap-unknown"):
+        sw.copy(z, tmp_path / "c.zarr", chunks=(2,), overwrite=True)
+    monkeypatch.chdir(tmp_path)
+    with expect("overwrite-protected"):
+        sw.create(".", shape=(4,), dtype="uint8", chunks=(2,), overwrite=True)
+    assert (tmp_path / "raw" / "zarr.json").is_file()
+
+
 # --------------------------------------------------------------------------------------
 # the command line
 # --------------------------------------------------------------------------------------

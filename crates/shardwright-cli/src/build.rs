@@ -1,6 +1,8 @@
 //! `shardwright pyramid SRC DST` and `shardwright copy SRC DST`: one pass over the source,
 //! every level (or the one copy) written shard by shard.
 
+use std::path::Path;
+
 use shardwright::pyramid::build::{self, BuildOptions, Report};
 use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::Method;
@@ -135,20 +137,10 @@ fn prepare(
 }
 
 /// `--overwrite` must not delete the source: refuse a destination that is, holds or lies
-/// inside the source.
+/// inside the source (compared part by part, so `/` holds every folder and `s3://b` every
+/// key of its bucket).
 fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
-    let canonical = |t: &str| -> String {
-        if t.contains("://") && !t.starts_with("file://") {
-            return t.trim_end_matches('/').to_string();
-        }
-        let path = std::path::Path::new(t.strip_prefix("file://").unwrap_or(t));
-        std::fs::canonicalize(path)
-            .unwrap_or_else(|_| std::path::absolute(path).unwrap_or(path.to_path_buf()))
-            .display()
-            .to_string()
-    };
-    let (s, d) = (canonical(src), canonical(dst));
-    if s == d || s.starts_with(&format!("{d}/")) || d.starts_with(&format!("{s}/")) {
+    if overlap(&place(src), &place(dst)) {
         return Err(format!(
             "the source '{src}' and the destination '{dst}' overlap: --overwrite would delete \
              the source before it is read; write to another place"
@@ -156,6 +148,49 @@ fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
         .into());
     }
     Ok(())
+}
+
+/// Where `text` is, as parts: a URL's scheme, bucket and key parts, or a local path's
+/// components (absolute, links resolved as far as the path exists).
+fn place(text: &str) -> Vec<String> {
+    if text.contains("://") && !text.starts_with("file://") {
+        let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
+        let scheme = match scheme.to_ascii_lowercase().as_str() {
+            "s3a" => "s3".to_string(),
+            other => other.to_string(),
+        };
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        return std::iter::once(scheme)
+            .chain(rest.split('/').filter(|p| !p.is_empty()).map(String::from))
+            .collect();
+    }
+    let path = Path::new(text.strip_prefix("file://").unwrap_or(text));
+    let mut absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // Resolve links through the nearest existing ancestor.
+    let mut rest = Vec::new();
+    while !absolute.exists() {
+        match (absolute.file_name(), absolute.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                absolute = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut real = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+    real.extend(rest.iter().rev());
+    std::iter::once("file".to_string())
+        .chain(real.components().filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => Some("..".into()),
+            _ => None,
+        }))
+        .collect()
+}
+
+/// Whether one of two places holds the other (or they are one).
+fn overlap(a: &[String], b: &[String]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The last part of a path or URL (the image's default name).
@@ -213,3 +248,32 @@ type BuildFn = fn(
     &BuildOptions,
     &mut dyn FnMut(&build::Progress) -> bool,
 ) -> shardwright::Result<Report>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_compares_part_by_part_and_the_root_holds_everything() {
+        // Places that need not exist: nothing is read or removed.
+        let dir = std::env::temp_dir().join(format!("sw-overlap-{}", std::process::id()));
+        let src = dir.join("img.zarr/raw");
+        let src = src.to_str().unwrap();
+        let parent = dir.to_str().unwrap();
+        for dst in [
+            "/",
+            parent,
+            &format!("{parent}/img.zarr"),
+            src,
+            &format!("{src}/x"),
+        ] {
+            assert!(refuse_overlap(src, dst).is_err(), "{dst}");
+        }
+        for dst in [&format!("{parent}/img.zarr-2"), &format!("{parent}/other")] {
+            assert!(refuse_overlap(src, dst).is_ok(), "{dst}");
+        }
+        assert!(refuse_overlap("s3://b/img/raw", "s3a://b/").is_err());
+        assert!(refuse_overlap("s3://b/img/raw", "s3://b/img-2").is_ok());
+        assert!(refuse_overlap("s3://b/img/raw", "gs://b/img").is_ok());
+    }
+}

@@ -78,9 +78,7 @@ impl Location {
     /// Remove everything here (`--overwrite`).
     pub(crate) fn clear(&self) -> Result<(), Failure> {
         if let Some(folder) = &self.folder {
-            if folder.exists() {
-                std::fs::remove_dir_all(folder)?;
-            }
+            shardwright::store::remove_folder_to_overwrite(folder)?;
         } else if let Some(backend) = &self.backend {
             backend.delete_prefix(&self.path)?;
         }

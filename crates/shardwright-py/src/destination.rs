@@ -148,14 +148,9 @@ impl Destination {
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         match self {
             Self::Folder(root) => {
-                if root.exists() {
-                    py.detach(|| std::fs::remove_dir_all(root)).map_err(|e| {
-                        error(format!(
-                            "cannot remove '{}' to overwrite it: {e}",
-                            root.display()
-                        ))
-                    })?;
-                }
+                py.detach(|| shardwright::store::remove_folder_to_overwrite(root))
+                    .map_err(shardwright::Error::from)
+                    .py()?;
             }
             Self::Url(backend, path, _) => {
                 py.detach(|| backend.delete_prefix(path))
@@ -186,4 +181,14 @@ impl Destination {
             Self::Url(_, _, url) | Self::Adapter(_, _, _, url) => PyArray::remote(array, join(url)),
         }
     }
+}
+
+/// Remove the folder `path` to overwrite it (`sw.create(..., overwrite=True)`), refusing an
+/// empty path, the filesystem root, the home folder, the current folder and any folder
+/// holding one of them (a `ShardwrightError`, nothing removed).
+#[pyfunction]
+pub(crate) fn remove_folder_to_overwrite(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    py.detach(|| shardwright::store::remove_folder_to_overwrite(&path))
+        .map_err(shardwright::Error::from)
+        .py()
 }

@@ -26,7 +26,7 @@ mod instrumented;
 mod memory;
 
 pub use faulty::{Fault, FaultOp, FaultyStore};
-pub use filesystem::FilesystemStore;
+pub use filesystem::{remove_folder_to_overwrite, FilesystemStore};
 pub use instrumented::{InstrumentedStore, IoCounts, IoEvent};
 pub use memory::MemoryStore;
 

@@ -2,9 +2,11 @@
 //!
 //! [`FilesystemStore`] is here; its streaming uploads (temporary files renamed into place)
 //! are in `upload`, its versions (file identity held open) in `version`, and the removal
-//! of crash debris (temporary files of dead writers) in `debris`.
+//! of crash debris (temporary files of dead writers) in `debris`, and the guarded removal
+//! of a folder to overwrite it in `overwrite`.
 
 mod debris;
+mod overwrite;
 mod upload;
 mod version;
 
@@ -19,6 +21,8 @@ pub(crate) use upload::TEMP_SUFFIX;
 pub(crate) use upload::{temp_name, write_all_vectored, CREATED, RACE};
 #[cfg(test)]
 pub(crate) use version::TEST_GRANULARITY_NS;
+
+pub use overwrite::remove_folder_to_overwrite;
 
 use super::{check_key, check_range, Debris, Store, StoreError, Upload, Version};
 
