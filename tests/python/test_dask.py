@@ -325,6 +325,25 @@ def test_unpickling_an_array_reads_nothing_until_it_is_used(tmp_path):
         b.write_shard((0,))
 
 
+def test_a_process_opens_a_shipped_target_once_and_again_when_it_changed(tmp_path):
+    """The tasks of one graph in one worker process share one opened array (threads
+    opening it at once wait for the first); a new zarr.json is opened afresh."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shardwright._reopen import travelling
+
+    a = sw.create(tmp_path / "c.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    shipped = pickle.dumps(travelling(a, "graph-1"))
+    with ThreadPoolExecutor(8) as pool:
+        cores = list(pool.map(lambda _: pickle.loads(shipped)._core, range(16)))
+    assert all(c is cores[0] for c in cores)
+    a.resize(6)
+    grown = pickle.loads(pickle.dumps(travelling(a, "graph-1")))
+    assert grown.shape == (6,) and grown._core is not cores[0]
+    other_graph = pickle.loads(pickle.dumps(travelling(a, "graph-2")))
+    assert other_graph._core is not grown._core
+
+
 def test_pyramid_from_a_relative_path_and_a_url_with_storage_options(tmp_path, monkeypatch):
     """The tasks reopen the destination by absolute path, wherever a worker runs; a URL
     source takes the storage_options as sw.pyramid does (review findings)."""
