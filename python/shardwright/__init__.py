@@ -14,7 +14,10 @@ compressor; the output is standard Zarr v3 that zarr-python and TensorStore read
 48
 """
 
-from . import _core
+from . import (
+    _core,
+    _reopen,  # noqa: F401  (registers how an Array pickles)
+)
 from ._array import Array
 from ._check import CheckReport, check
 from ._domain import Domain

@@ -25,17 +25,65 @@ def store_name(store: Any) -> str:
     return text
 
 
-def refuse_copying(store: Any, what: str) -> None:
-    """Raise :class:`TypeError` for a zarr-python store that pickles as a copy of its
-    contents (``MemoryStore``): an unpickled array would write into the copy, in another
-    process, and the writes would be lost without an error."""
-    if type(store).__name__ == "MemoryStore" and type(store).__module__.startswith("zarr"):
+def _kinds(obj: Any) -> set[tuple[str, str]]:
+    """(top-level package, class name) of ``obj``'s class and its bases."""
+    return {(c.__module__.split(".")[0], c.__name__) for c in type(obj).__mro__}
+
+
+def _protocols(fs: Any) -> set[str]:
+    protocol = getattr(fs, "protocol", ())
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+def process_local(store: Any) -> str | None:
+    """What ``store`` is when it keeps its data in this process's memory, which no
+    other process (a Dask worker) shares, or None: a zarr ``MemoryStore`` (pickled, a
+    copy), a zarr ``FsspecStore`` over fsspec's ``memory://`` filesystem (global to the
+    process: a worker has its own, empty one), zarr's ``ObjectStore`` over an obstore
+    ``MemoryStore``; seen through zarr ``WrapperStore`` s (``LoggingStore``, …).
+
+    >>> import zarr
+    >>> in_memory = zarr.storage.FsspecStore.from_url("memory://doc/x")
+    >>> process_local(zarr.storage.LoggingStore(in_memory))
+    "fsspec's memory:// filesystem"
+    >>> process_local(zarr.storage.LocalStore("/tmp")) is None
+    True
+    """
+    while ("zarr", "WrapperStore") in _kinds(store):
+        store = store._store
+    kinds = _kinds(store)
+    if ("zarr", "MemoryStore") in kinds:  # and GpuMemoryStore, ManagedMemoryStore
+        return "a zarr MemoryStore"
+    if ("zarr", "FsspecStore") in kinds:
+        fs = store.fs
+        for _ in range(8):  # fsspec's wrappers: AsyncFileSystemWrapper, DirFileSystem
+            if "memory" in _protocols(fs):
+                return "fsspec's memory:// filesystem"
+            fs = getattr(fs, "sync_fs", None) or getattr(fs, "fs", None)
+            if fs is None:
+                break
+    if ("zarr", "ObjectStore") in kinds and ("obstore", "MemoryStore") in _kinds(store.store):
+        return "an obstore MemoryStore"
+    return None
+
+
+def refuse_process_local(store: Any, what: str) -> None:
+    """Raise :class:`TypeError` for a zarr-python store that keeps its data in this
+    process's memory (:func:`process_local`): in another process an unpickled array
+    would write into a copy of it (``MemoryStore``: the writes lost without an error) or
+    find nothing there."""
+    kind = process_local(store)
+    if kind == "a zarr MemoryStore":
         raise TypeError(
             f"{what} on a zarr MemoryStore cannot be pickled: a copy of the store would be "
             "written in another process and the writes lost; use the threaded or "
             "synchronous scheduler (nothing is pickled there), or a folder or object "
             "store every worker reaches"
         )
+    if kind is not None:
+        from ._location import refuse_to_pickle
+
+        refuse_to_pickle(what, kind)
 
 
 class StoreAdapter:
@@ -58,8 +106,9 @@ class StoreAdapter:
         self.name = store_name(store)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Pickled as its store (refused for a ``MemoryStore``, which would be copied)."""
-        refuse_copying(self._store, f"an array in {self.name}")
+        """Pickled as its store (refused for one in this process's memory:
+        :func:`process_local`)."""
+        refuse_process_local(self._store, f"an array in {self.name}")
         return StoreAdapter, (self._store,)
 
     def get(self, key: str) -> bytes | None:

@@ -21,6 +21,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._indexing import is_plain
+from ._lazy import OpensOnFirstUse
 from ._metadata import (
     Attributes,
     appended_shape,
@@ -41,7 +42,7 @@ def _numpy_dtype(name: str) -> np.dtype:
         raise UnsupportedError(f"data type '{name}' has no numpy equivalent here") from err
 
 
-class Array(ZarrNames):
+class Array(OpensOnFirstUse, ZarrNames):
     """A sharded (or unsharded) Zarr v3 array on a local filesystem, opened for writing
     shard by shard and reading back. Get one from :func:`open` or :func:`create`.
 
@@ -489,7 +490,7 @@ class Array(ZarrNames):
         )
 
     def __repr__(self) -> str:
-        return (
+        return self._unopened_repr() or (
             f"<shardwright.Array {str(self.path)!r} shape={self._shape} dtype={self._dtype} "
             f"chunks={self._chunks} shards={self._shards}>"
         )

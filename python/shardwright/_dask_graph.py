@@ -6,10 +6,15 @@ computes them wherever it likes and hands them over); it writes the shard with o
 shard writer and stores it with one put. No two tasks write the same shard, so no lock is
 needed and no write is lost; a task that runs again (a retry, a lost worker) writes the
 same shard again, whole, atomically.
+
+The tasks carry the target as where it is (``_reopen.py``): a worker process opens it on
+the first task that uses it (no I/O while a task is unpickled: an error there is the
+task's) and keeps it for the computation's other tasks.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +26,9 @@ import numpy as np
 from ._array import Array
 from ._domain import Domain
 from ._errors import ShapeError
+from ._location import Location, refuse_process_local, resolve
 from ._pipeline import fill_chunk
+from ._reopen import cached, reduce_array, store_token, travelling
 
 #: The key prefixes of the tasks, as the dashboard and ``distributed.progress`` group them.
 SHARD_TASK = "shardwright-shard"
@@ -38,6 +45,45 @@ def new_token() -> str:
     True
     """
     return uuid.uuid4().hex
+
+
+def ships(scheduler: Any) -> bool:
+    """Whether computing with ``scheduler`` (dask's default when None: a distributed
+    ``Client``'s when one is active) pickles the tasks for other processes: a distributed
+    ``Client``, dask's ``"processes"`` scheduler, a ``ProcessPoolExecutor``.
+
+    >>> ships("threads"), ships("sync"), ships("processes")
+    (False, False, True)
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dask.base import get_scheduler
+
+    get = get_scheduler(scheduler=scheduler)
+    if get is None:
+        return False
+    owner = getattr(get, "__self__", None)
+    if owner is not None and type(owner).__module__.split(".")[0] == "distributed":
+        return True
+    if isinstance(get, functools.partial) and get.args:
+        return isinstance(getattr(get.args[0], "__self__", None), ProcessPoolExecutor)
+    return getattr(get, "__module__", None) == "dask.multiprocessing"
+
+
+def refuse_to_ship(target: Any, storage_options: Any = None) -> None:
+    """Raise :class:`TypeError` (naming it) for a target the tasks cannot carry to other
+    processes: an :class:`Array` that does not pickle (in this process's memory, or
+    not opened from a location), or a path, URL or zarr store in this process's memory.
+
+    >>> refuse_to_ship("memory:///doc/x.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: the shardwright Array 'memory:///doc/x.zarr' cannot be pickled: it is in ...
+    """
+    if isinstance(target, Array):
+        reduce_array(target)  # what pickling it checks, without pickling it
+        return
+    where = resolve(target, storage_options)
+    refuse_process_local(where, f"the shardwright Array '{where.url or where.path}'")
 
 
 # ---------------------------------------------------------------------------------------
@@ -129,20 +175,86 @@ def write_chunks(job: ShardOfChunks) -> dict[str, int]:
     return _with_shard(w.stats)
 
 
-def downsample_shard(tasks: Any, level: int, index: tuple[int, ...], *_inputs: Any) -> dict:
+def _levels_json(tasks: Any) -> tuple[str, ...]:
+    return tuple(a.metadata_json for a in tasks.levels())
+
+
+class PreparedPyramid:
+    """A prepared pyramid (``_core.PyramidTasks``) as its tasks carry it: the object
+    itself in this process; pickled as where it writes and its levels' ``zarr.json``,
+    reopened on first use (:meth:`get`), once per worker process for the computation
+    ``scope``. Refuses to be pickled when it writes in this process's memory."""
+
+    def __init__(self, tasks: Any, scope: str) -> None:
+        self._tasks = tasks
+        self._scope = scope
+        self._shipped: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+
+    def get(self) -> Any:
+        """The ``_core.PyramidTasks`` (opened here, and cached, if unpickled)."""
+        if self._tasks is None:
+            assert self._shipped is not None
+            args, levels = self._shipped
+            self._tasks = cached(
+                self._key(args),
+                lambda tasks: _levels_json(tasks) == levels,
+                lambda: _reopen_tasks(*args),
+            )
+        return self._tasks
+
+    def _key(self, args: tuple[Any, ...]) -> Any:
+        root, url, options, adapter, path = args[:5]
+        token = None if adapter is None else store_token(adapter._store)
+        if adapter is not None and token is None:
+            return None
+        return ("pyramid", self._scope, str(root), url, tuple(map(tuple, options)), token, path)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self._tasks is None:
+            assert self._shipped is not None
+            args, levels = self._shipped
+        else:
+            args, levels = tuple(self._tasks.__reduce__()[1]), _levels_json(self._tasks)
+        root, url, options, adapter, path = args[:5]
+        where = Location(root, url, options, None if adapter is None else adapter._store, path)
+        named = url if adapter is None else adapter.name
+        refuse_process_local(where, f"the pyramid '{named or root}'")
+        return _unpickled_pyramid, (args, levels, self._scope)
+
+
+def _reopen_tasks(*args: Any) -> Any:
+    from . import _core
+
+    return _core.PyramidTasks.reopen(*args)
+
+
+def _unpickled_pyramid(
+    args: tuple[Any, ...], levels: tuple[str, ...], scope: str
+) -> PreparedPyramid:
+    out = PreparedPyramid(None, scope)
+    out._shipped = (args, levels)
+    return out
+
+
+def downsample_shard(
+    tasks: PreparedPyramid, level: int, index: tuple[int, ...], *_inputs: Any
+) -> dict:
     """Write shard ``index`` of pyramid level ``level`` from the level below (stored by
     the tasks this one waits for: ``_inputs`` are their stats, unused)."""
-    return _with_shard(tasks.write_shard(level, list(index)))
+    return _with_shard(tasks.get().write_shard(level, list(index)))
 
 
 def finish_pyramid(
-    tasks: Any, written: list[int], skipped: list[int], parts: Sequence[dict[str, int]]
+    tasks: PreparedPyramid,
+    written: list[int],
+    skipped: list[int],
+    parts: Sequence[dict[str, int]],
 ) -> dict[str, Any]:
     """Write the pyramid's group metadata (after every shard) and sum the stats, with
     ``shards_written`` and ``shards_skipped`` per level as :func:`shardwright.pyramid`
     gives them (the commits' stats: the reads of the level below are not counted)."""
     total = totals(parts)
-    total["bytes_written"] = total.get("bytes_written", 0) + tasks.finish()
+    total["bytes_written"] = total.get("bytes_written", 0) + tasks.get().finish()
     total["shards_written"], total["shards_skipped"] = list(written), list(skipped)
     return total
 
@@ -218,12 +330,13 @@ def shard_layer(
     from dask._task_spec import Task, TaskRef
 
     bounds = [_bounds(c) for c in darr.chunks]
+    target = travelling(array, name)
     layer: dict[Any, Any] = {}
     for shard in shards:
         assert shard.index is not None
         found = pieces_of(shard, bounds)
         job = ShardFromBlocks(
-            array, tuple(shard.index), tuple((take, region) for _, take, region in found)
+            target, tuple(shard.index), tuple((take, region) for _, take, region in found)
         )
         key = (name, *(() if level is None else (level,)), *shard.index)
         refs = [TaskRef((darr.name, *block)) for block, _, _ in found]
@@ -237,11 +350,12 @@ def chunks_layer(
     """The tasks filling ``shards`` of ``array`` with ``fn``, one per shard."""
     from dask._task_spec import Task
 
+    target = travelling(array, name)
     layer: dict[Any, Any] = {}
     for shard in shards:
         assert shard.index is not None
         key = (name, *shard.index)
-        layer[key] = Task(key, write_chunks, ShardOfChunks(array, tuple(shard.index), fn))
+        layer[key] = Task(key, write_chunks, ShardOfChunks(target, tuple(shard.index), fn))
     return layer, list(layer)
 
 

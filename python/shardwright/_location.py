@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._errors import UnsupportedError
 
@@ -52,6 +52,55 @@ class Location:
             self.store,
             _join(self.key, name) if self.store is not None else self.key,
         )
+
+
+def process_local(where: Location) -> str | None:
+    """What keeps the array at ``where`` in this process's memory, which no other
+    process (a Dask worker) shares, or None: object_store's ``memory:///`` store, or a
+    zarr-python store that does (``_adapter.process_local``).
+
+    >>> process_local(resolve("memory:///x.zarr", None))
+    "object_store's memory:/// store"
+    >>> process_local(resolve("s3://bucket/x.zarr", None)) is None
+    True
+    """
+    if where.store is not None:
+        from ._adapter import process_local as of_store  # a zarr store: zarr is installed
+
+        return of_store(where.store)
+    if where.url is not None and where.url.lower().startswith("memory:"):
+        return "object_store's memory:/// store"
+    return None
+
+
+def refuse_to_pickle(what: str, kind: str) -> NoReturn:
+    """The :class:`TypeError` for pickling ``what``, which is in ``kind`` (in this
+    process's memory): a worker process would find nothing there."""
+    raise TypeError(
+        f"{what} cannot be pickled: it is in {kind}, in this process's memory, which a "
+        "worker process does not share (it would find no array there); use the threaded "
+        "or synchronous scheduler (nothing is pickled there), or a folder or object store "
+        "every worker reaches"
+    )
+
+
+def refuse_process_local(where: Location, what: str) -> None:
+    """Raise :class:`TypeError` if the array at ``where`` (``what``, in the message) is
+    in this process's memory only (:func:`process_local`): what a task pickled for a
+    worker process must never hold.
+
+    >>> refuse_process_local(resolve("memory:///x.zarr", None), "the array")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: the array cannot be pickled: it is in object_store's memory:/// store, ...
+    """
+    if where.store is not None:
+        from ._adapter import refuse_process_local as refuse_store
+
+        refuse_store(where.store, what)
+        return
+    kind = process_local(where)
+    if kind is not None:
+        refuse_to_pickle(what, kind)
 
 
 def _is_zarr_store(target: Any) -> bool:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copyreg
-import dataclasses
 import json
 import math
 import operator
@@ -83,14 +81,14 @@ def open(
 
 def open_at(where: Location, read_only: bool = False) -> Array:
     """The array at ``where`` (a resolved :class:`Location`); what :func:`open` does once
-    it knows where, and how a pickled :class:`Array` is opened again.
+    it knows where, and how a pickled :class:`Array` is opened again (``_reopen.py``).
 
-    >>> import pickle, tempfile, shardwright as sw
-    >>> a = sw.create(tempfile.mkdtemp() + "/p.zarr", shape=(4,), dtype="int8", chunks=(2,))
-    >>> a[:] = 3
-    >>> b = pickle.loads(pickle.dumps(a))       # opened again from where it is
-    >>> b.path == a.path, b[:].tolist()
-    (True, [3, 3, 3, 3])
+    >>> import tempfile, shardwright as sw
+    >>> from shardwright._location import resolve
+    >>> path = tempfile.mkdtemp() + "/p.zarr"
+    >>> _ = sw.create(path, shape=(4,), dtype="int8", chunks=(2,))
+    >>> open_at(resolve(path, None), read_only=True).read_only
+    True
     """
     if where.store is not None:
         from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
@@ -107,29 +105,6 @@ def open_at(where: Location, read_only: bool = False) -> Array:
     assert folder is not None
     _refuse_what_is_not_an_array(folder)
     return Array(_core.Array.open(str(folder)), read_only=read_only, where=where)
-
-
-def _reduce_array(array: Array) -> tuple[Any, tuple[Any, ...]]:
-    """Pickle an :class:`Array` as where it is (never its data): unpickling opens it
-    again there, in any process that can reach it (a Dask worker). An array of the
-    process's ``memory://`` store is only there in that process."""
-    where = array._where
-    if where is None:
-        raise TypeError(
-            f"this shardwright Array ({array.path}) cannot be pickled: it was not opened "
-            "from a path, URL or zarr store (sw.open / sw.create give ones that can)"
-        )
-    if where.store is not None:
-        from ._adapter import refuse_copying  # a zarr store: zarr is installed
-
-        refuse_copying(where.store, f"the shardwright Array {where.url}")
-    if where.path is not None and not where.path.is_absolute():
-        # a worker's working folder may be another
-        where = dataclasses.replace(where, path=where.path.absolute())
-    return open_at, (where, array.read_only)
-
-
-copyreg.pickle(Array, _reduce_array)
 
 
 @contextlib.contextmanager

@@ -27,9 +27,13 @@ shard writer and stores it with one put. How this differs from ``dask.array.to_z
 - *Memory per task*: the shard's encoded bytes and the dask blocks it needs, never the
   array.
 
-Tasks reopen the target from where it is (a path every worker can reach, or an
-object-store URL): a ``memory://`` array is in one process only, so use the threaded or
-synchronous scheduler for it.
+Tasks carry the target as where it is (a path every worker can reach, or an
+object-store URL) and a worker process opens it once, on the first task that needs it
+(an error there is that task's error). An array in this process's memory
+(``memory:///``, a zarr ``MemoryStore``, fsspec's ``memory://`` filesystem) is refused
+with a :class:`TypeError` when the tasks are pickled (a distributed ``Client``,
+``"processes"``), before any is sent, and with ``compute=True`` at the call, before
+anything is created: use the threaded or synchronous scheduler for it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from . import _dask_graph as graph
 from ._array import Array, Within
 from ._domain import Domain
 from ._errors import DTypeError, NotAnArrayError, ShapeError
+from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
 from ._pyramid import Levels, Shapes, prepare
@@ -80,8 +85,13 @@ def _target(
     target: Any,
     storage_options: Mapping[str, Any] | None,
     create_kwargs: dict[str, Any],
+    ships: bool,
 ) -> Array:
-    """The array to write: ``target`` opened, or created with ``create_kwargs``."""
+    """The array to write: ``target`` opened, or created with ``create_kwargs``; when
+    the tasks are pickled (``ships``), one every worker process can open (checked before
+    anything is created)."""
+    if ships:
+        graph.refuse_to_ship(target, storage_options)
     if create_kwargs:
         if isinstance(target, Array):
             raise TypeError(
@@ -155,7 +165,8 @@ def to_zarr(
     True
     """
     darr = _dask_array(darr)
-    array = _target(darr, target, storage_options, dict(create_kwargs))
+    ships = compute and graph.ships(scheduler)
+    array = _target(darr, target, storage_options, dict(create_kwargs), ships)
     array._check_writable("swd.to_zarr")
     _check_dtype(darr.dtype, array)
     token = graph.new_token()
@@ -192,6 +203,8 @@ def map_chunks(
     21
     """
     array = _opened(target, storage_options)
+    if compute and graph.ships(scheduler):
+        graph.refuse_to_ship(array)
     array._check_writable("swd.map_chunks")
     if not callable(fn):
         raise TypeError(f"fn must be callable (fn(chunk) -> data), got {type(fn).__name__}")
@@ -272,6 +285,9 @@ def pyramid(
     )
     if where.path is not None:  # the tasks reopen it where a worker's working folder is
         arguments = (str(where.path.absolute()), *arguments[1:])
+    if compute and graph.ships(scheduler):  # before the destination is cleared or created
+        _refuse_local_source(direct)
+        refuse_process_local(where, f"the pyramid '{where.url or where.path}'")
     from . import _core
 
     tasks = _core.PyramidTasks.prepare(core_source, *arguments)
@@ -304,6 +320,21 @@ def _direct_source(source: Any, storage_options: Mapping[str, Any] | None) -> An
     return None
 
 
+def _refuse_local_source(direct: Any) -> None:
+    """Refuse a source the level-0 tasks read that no worker process sees: a
+    shardwright ``Array`` that does not pickle, a ``zarr.Array`` on fsspec's or
+    obstore's in-memory store (a worker would read the fill value; a zarr
+    ``MemoryStore`` is pickled as a copy, which reads the same)."""
+    if isinstance(direct, Array):
+        graph.refuse_to_ship(direct)
+    elif direct is not None and hasattr(direct, "store"):
+        from ._adapter import process_local
+
+        kind = process_local(direct.store)
+        if kind not in (None, "a zarr MemoryStore"):
+            refuse_to_pickle(f"the source {direct!r}", kind)
+
+
 def _pyramid_graph(
     darr: da.Array | None, direct: Any, tasks: Any, arrays: list[Array], *, resume: bool
 ) -> Any:
@@ -312,15 +343,19 @@ def _pyramid_graph(
     token = graph.new_token()
     stored = [set(map(tuple, s)) for s in tasks.stored()] if resume else [set()] * len(arrays)
     name = f"{graph.LEVEL_TASK}-{token}"  # keys (name, level, *shard index)
+    prepared = graph.PreparedPyramid(tasks, name)  # each worker process reopens it once
+    if isinstance(direct, Array):
+        direct = graph.travelling(direct, name)
     level0 = [s for s in arrays[0].iter_shards() if tuple(s.index) not in stored[0]]
     if darr is not None:
         layer, keys = graph.shard_layer(darr, arrays[0], name, level0, level=0)
     else:
+        level0_array = graph.travelling(arrays[0], name)
         layer = {
             (name, 0, *s.index): Task(
                 (name, 0, *s.index),
                 graph.copy_from_source,
-                graph.ShardFromSource(direct, arrays[0], tuple(s.index)),
+                graph.ShardFromSource(direct, level0_array, tuple(s.index)),
             )
             for s in level0
         }
@@ -337,10 +372,10 @@ def _pyramid_graph(
                 if i not in stored[k - 1]
             ]
             key = (name, k, *index)
-            layer[key] = Task(key, graph.downsample_shard, tasks, k, index, *waits)
+            layer[key] = Task(key, graph.downsample_shard, prepared, k, index, *waits)
             keys.append(key)
         written.append(len(keys) - sum(written))
     skipped = [len(s) for s in stored]
     total = f"{graph.TOTAL_TASK}-{token}"
-    layer[total] = graph.total_task(total, keys, graph.finish_pyramid, tasks, written, skipped)
+    layer[total] = graph.total_task(total, keys, graph.finish_pyramid, prepared, written, skipped)
     return graph.delayed_of(total, layer, [] if darr is None else [darr])

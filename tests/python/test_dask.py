@@ -5,6 +5,7 @@ pickling arrays, and the errors bad input gets."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 
@@ -224,11 +225,6 @@ def test_arrays_pickle_as_where_they_are(tmp_path):
     a[:] = 5
     b = pickle.loads(pickle.dumps(sw.open(tmp_path / "a.zarr", mode="r")))
     assert b.read_only and b.path == a.path and b[:].tolist() == [5] * 6
-    m = sw.create(
-        "memory:///dask/pickled.zarr", shape=(3,), dtype="int8", chunks=(3,), overwrite=True
-    )
-    m[:] = 2
-    assert pickle.loads(pickle.dumps(m))[:].tolist() == [2, 2, 2]
     levels = sw.pyramid(
         np.ones((8, 8), "uint8"), tmp_path / "p.zarr", factors=(2, 2), chunks=(4, 4)
     )
@@ -277,15 +273,75 @@ def test_read_only_targets_are_refused_before_any_task(tmp_path):
         swd.map_chunks(lambda c: 1, read_only, compute=False)
 
 
-def test_arrays_on_a_zarr_memory_store_refuse_to_pickle():
-    """A pickled MemoryStore is a copy: a worker process would write into it, and the
-    writes would be lost without an error (review finding)."""
-    store = zarr.storage.MemoryStore()
-    a = sw.create(store, path="m", shape=(4,), dtype="int8", chunks=(2,))
-    with pytest.raises(TypeError, match="MemoryStore cannot be pickled"):
+def _in_memory(kind: str) -> tuple[sw.Array, str]:
+    """An array in this process's memory, and the name its refusal gives it."""
+    if kind == "memory-url":
+        url = "memory:///dask/local.zarr"
+        return sw.create(url, shape=(4,), dtype="int8", chunks=(2,), overwrite=True), url
+    if kind == "zarr-memory":
+        store = zarr.storage.MemoryStore()
+    elif kind == "fsspec-memory":
+        store = zarr.storage.FsspecStore.from_url("memory://dask-local/root")
+    elif kind == "fsspec-memory-logged":
+        store = zarr.storage.LoggingStore(
+            zarr.storage.FsspecStore.from_url("memory://dask-logged/root"), log_level="ERROR"
+        )
+    else:
+        import obstore
+
+        store = zarr.storage.ObjectStore(obstore.store.MemoryStore())
+    return sw.create(store, path="m", shape=(4,), dtype="int8", chunks=(2,), overwrite=True), "/m"
+
+
+IN_MEMORY = ["memory-url", "zarr-memory", "fsspec-memory", "fsspec-memory-logged", "obstore"]
+
+
+@pytest.mark.parametrize("kind", IN_MEMORY)
+def test_arrays_in_this_process_memory_refuse_to_pickle(kind):
+    """A worker process would find nothing there (memory:///, fsspec's and obstore's
+    memory stores: a worker that died unpickling it hung the computation, issue 22) or
+    write into a copy (a zarr MemoryStore: the writes lost without an error)."""
+    a, name = _in_memory(kind)
+    why = "a copy of the store" if kind == "zarr-memory" else "a worker process does not share"
+    with pytest.raises(TypeError, match=f"{name}.*cannot be pickled: .*{why}"):
         pickle.dumps(a)
+    with pytest.raises(TypeError, match=f"{name}.*cannot be pickled"):
+        swd.to_zarr(da.ones((4,), dtype="int8", chunks=3), a, scheduler="processes")
+    with pytest.raises(TypeError, match=f"{name}.*cannot be pickled"):
+        swd.map_chunks(lambda c: 1, a, scheduler="processes")
     swd.to_zarr(da.ones((4,), dtype="int8", chunks=3), a, scheduler="threads")  # no pickle
     assert a[:].tolist() == [1, 1, 1, 1]
+
+
+def test_unpickling_an_array_reads_nothing_until_it_is_used(tmp_path):
+    """A task's target is opened inside the task, where an error is the task's: not
+    while it is unpickled (in distributed's comm layer, which then loses the worker)."""
+    a = sw.create(tmp_path / "u.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    shipped = pickle.dumps(a)
+    (tmp_path / "u.zarr" / "zarr.json").unlink()
+    b = pickle.loads(shipped)  # no I/O: nothing to find missing yet
+    assert "not opened yet" in repr(b)
+    with pytest.raises(sw.ArrayNotFoundError, match="no Zarr v3 array at"):
+        b.write_shard((0,))
+
+
+def test_a_process_opens_a_shipped_target_once_and_again_when_it_changed(tmp_path):
+    """The tasks of one graph in one worker process share one opened array (threads
+    opening it at once wait for the first); a new zarr.json is opened afresh."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shardwright._reopen import travelling
+
+    a = sw.create(tmp_path / "c.zarr", shape=(4,), dtype="int8", chunks=(2,))
+    shipped = pickle.dumps(travelling(a, "graph-1"))
+    with ThreadPoolExecutor(8) as pool:
+        cores = list(pool.map(lambda _: pickle.loads(shipped)._core, range(16)))
+    assert all(c is cores[0] for c in cores)
+    a.resize(6)
+    grown = pickle.loads(pickle.dumps(travelling(a, "graph-1")))
+    assert grown.shape == (6,) and grown._core is not cores[0]
+    other_graph = pickle.loads(pickle.dumps(travelling(a, "graph-2")))
+    assert other_graph._core is not grown._core
 
 
 def test_pyramid_from_a_relative_path_and_a_url_with_storage_options(tmp_path, monkeypatch):
@@ -313,9 +369,13 @@ def test_pyramid_from_a_relative_path_and_a_url_with_storage_options(tmp_path, m
     )
     shipped = pickle.dumps(level1.args[0])  # the PyramidTasks a worker gets
     level0 = [t for t in graph.values() if getattr(t, "func", None) is _dask_graph.copy_from_source]
-    for t in level0:
-        _dask_graph.copy_from_source(pickle.loads(pickle.dumps(t.args[0])))
+    for t in level0:  # the destination as a worker gets it (the source is in memory here)
+        job = t.args[0]
+        into = pickle.loads(pickle.dumps(job.array))
+        _dask_graph.copy_from_source(dataclasses.replace(job, array=into))
     monkeypatch.chdir(tmp_path.parent)  # a worker started in another folder
-    stats = pickle.loads(shipped).write_shard(level1.args[1], list(level1.args[2]))
+    stats = _dask_graph.downsample_shard(
+        pickle.loads(shipped), level1.args[1], list(level1.args[2])
+    )
     assert stats["puts"] == 1
     assert_same(sw.open(tmp_path / "rel.zarr/0")[...], data)

@@ -1,16 +1,21 @@
 """shardwright.dask on a real cluster (LocalCluster, two worker processes): to the loopback
 S3 server with every shard key put once, a task that fails once and is retried, a worker
-killed mid-run, progress and task names where Dask shows them, and the memory a task
-holds (a fresh process, RSS measured)."""
+killed mid-run, progress and task names where Dask shows them, targets no worker can
+open (refused at the call, or a task's error: never a hung computation), one open of the
+target per worker process, and the memory a task holds (a fresh process, RSS measured)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import dask.array as da
@@ -19,6 +24,7 @@ import pytest
 import s3_server as s3
 import shardwright as sw
 import shardwright.dask as swd
+import zarr
 from conftest import assert_same, reference
 from distributed import Client, LocalCluster, get_task_stream, progress
 from distributed.utils import key_split
@@ -164,6 +170,102 @@ def test_progress_and_task_names_say_which_shard(tmp_path, dask_client, capsys):
         k[1:] for k in keys if isinstance(k, tuple) and key_split(k) == "shardwright-shard"
     )
     assert ours == [(i, j) for i in range(2) for j in range(3)]
+
+
+def raised_within(seconds: float, fn: Callable[[], object]) -> BaseException | None:
+    """What ``fn()`` raises (None if nothing), failing the test if it is still running
+    after ``seconds``: a hung computation fails instead of hanging the session."""
+    done: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as err:  # handed to the test
+            done.append(err)
+        else:
+            done.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert done, f"still running after {seconds} s: the computation hangs"
+    return done[0]
+
+
+def chained(err: BaseException | None) -> str:
+    """The messages of ``err`` and of the exceptions it was raised from or during."""
+    seen: list[str] = []
+    while err is not None and len(seen) < 10:
+        seen.append(str(err))
+        err = err.__cause__ or err.__context__
+    return "\n".join(seen)
+
+
+@pytest.mark.parametrize("kind", ["memory-url", "fsspec-memory"])
+def test_a_target_in_this_process_memory_is_refused_at_once(kind, dask_client):
+    """Issue 22: a worker process cannot see ``memory:///`` (nor fsspec's memory://
+    filesystem); unpickling the target failed in distributed's comm layer, the worker
+    died and the computation hung. Now the call raises, naming the target, and no task
+    is sent."""
+    if kind == "memory-url":
+        name = "memory:///cluster/x.zarr"
+        a = sw.create(name, shape=(8, 8), dtype="int8", chunks=(2, 2), shards=(4, 4))
+    else:
+        store = zarr.storage.FsspecStore.from_url("memory://cluster-fsspec/root")
+        a = sw.create(store, path="x", shape=(8, 8), dtype="int8", chunks=(2, 2), shards=(4, 4))
+        name = "/root)>/x"
+    darr = da.ones((8, 8), dtype="int8", chunks=3)
+    message = f"{re.escape(name)}' cannot be pickled: it is in .* a worker process does not share"
+    err = raised_within(60, lambda: swd.to_zarr(darr, a, scheduler=dask_client))
+    assert isinstance(err, TypeError) and re.search(message, str(err)), err
+    err = raised_within(60, lambda: swd.map_chunks(lambda c: 1, a, scheduler=dask_client))
+    assert isinstance(err, TypeError) and re.search(message, str(err)), err
+    task = swd.to_zarr(darr, a, compute=False)  # refused when the client pickles it
+    err = raised_within(60, lambda: dask_client.compute(task).result(timeout=60))
+    assert isinstance(err, TypeError) and re.search(message, chained(err)), err
+    if kind == "memory-url":
+        err = raised_within(
+            60,
+            lambda: swd.pyramid(
+                darr, "memory:///cluster/p.zarr", factors=(2, 2), scheduler=dask_client
+            ),
+        )
+        assert isinstance(err, TypeError), err
+        assert "the pyramid 'memory:///cluster/p.zarr' cannot be pickled" in str(err)
+    assert len(dask_client.run(os.getpid)) == 2  # both workers alive
+
+
+def test_each_worker_process_reads_the_target_zarr_json_once(s3_bucket, s3_proxy, dask_client):
+    """64 shard tasks on two worker processes: each process opens the target once (one
+    GET of its zarr.json), not once per task as when unpickling a task opened it."""
+    bucket, _ = s3_bucket
+    options, proxy = s3_proxy
+    url = f"s3://{bucket}/x.zarr"
+    data = reference((64, 64), "uint16", seed=3)
+    a = sw.create(
+        url, shape=data.shape, dtype="uint16", chunks=(8, 8), shards=(8, 8), storage_options=options
+    )
+    proxy.clear()
+    stats = swd.to_zarr(da.from_array(data, chunks=(16, 16)), a, scheduler=dask_client)
+    assert stats["shards_written"] == 64
+    reads = [(r.method, r.status) for r in proxy.for_key(bucket, "x.zarr/zarr.json")]
+    assert 1 <= len(reads) <= 2 and set(reads) == {("GET", 200)}, reads
+    assert len(proxy.matching("PUT", "/x.zarr/c/")) == 64
+    assert_same(a[...], data)
+
+
+def test_a_target_gone_before_the_tasks_run_fails_the_task_not_the_worker(tmp_path, dask_client):
+    """The target is opened inside the task: an array deleted between making the graph
+    and running it is the tasks' error (the future raises it); the workers live on."""
+    path = tmp_path / "gone.zarr"
+    a = sw.create(path, shape=(16, 16), dtype="int8", chunks=(4, 4), shards=(8, 8))
+    task = swd.map_chunks(lambda c: 1, a, compute=False)
+    shutil.rmtree(path)
+    err = raised_within(60, lambda: dask_client.compute(task).result(timeout=60))
+    assert isinstance(err, sw.ArrayNotFoundError), err
+    assert re.search(r"no Zarr v3 array at '.*gone\.zarr' \(no zarr\.json\)", str(err)), err
+    assert not path.exists()  # nothing written
+    assert len(dask_client.run(os.getpid)) == 2  # both workers alive
 
 
 @pytest.mark.heavy

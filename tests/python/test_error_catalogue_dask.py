@@ -34,6 +34,11 @@ def test_pickling_arrays_that_cannot_travel(tmp_path):
         pickle.dumps(
             sw.create(zarr.storage.MemoryStore(), path="m", shape=(4,), dtype="int8", chunks=(2,))
         )
+    memory = sw.create("memory:///x.zarr", shape=(4,), dtype="int8", chunks=(2,), overwrite=True)
+    with expect("pickle-process-local"):
+        pickle.dumps(memory)
+    with expect("pickle-process-local"):
+        swd.to_zarr(da.ones((4,), dtype="int8", chunks=2), memory, scheduler="processes")
     sw.create(tmp_path / "f.zarr", shape=(4,), dtype="int8", chunks=(2,))
     with expect("pickle-unlocated"):
         pickle.dumps(FaultyStore(str(tmp_path)).open("f.zarr"))
