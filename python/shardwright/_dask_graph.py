@@ -25,7 +25,7 @@ import numpy as np
 
 from ._array import Array
 from ._domain import Domain
-from ._errors import ShapeError
+from ._errors import DTypeError, ShapeError
 from ._location import Location, refuse_process_local, resolve
 from ._pipeline import fill_chunk
 from ._reopen import cached, reduce_array, store_token, travelling
@@ -121,7 +121,13 @@ def write_from_blocks(job: ShardFromBlocks, *blocks: Any) -> dict[str, int]:
                     f"a dask block gave {part.shape} for {region} (expected {region.shape}): "
                     "the dask array's chunks do not match its blocks"
                 )
-            w[region] = part
+            try:
+                w[region] = part  # values checked by the rule of every write
+            except DTypeError as err:
+                raise DTypeError(
+                    f"a dask block for {region} (shard {job.index}, not stored; shards "
+                    f"whose tasks ran before stay stored): {err}"
+                ) from None
     return _with_shard(w.stats)
 
 

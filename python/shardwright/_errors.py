@@ -17,7 +17,23 @@ class ShapeError(ShardwrightError, ValueError):
 
 
 class DTypeError(ShardwrightError, TypeError):
-    """Data of a dtype that cannot be cast to the array's under numpy's ``same_kind`` rule."""
+    """Data that the array's dtype does not hold exactly: a value out of range (70000 for
+    uint16, -1 for uint8), a fraction, NaN or inf for an integer dtype, an integer a float
+    dtype would round, a finite float a narrower float would make inf, a complex with an
+    imaginary part for a real dtype, or data that are not numbers. The message names the
+    first such value and where it is; nothing of that write is stored.
+
+    >>> import tempfile, numpy as np, shardwright as sw
+    >>> a = sw.create(tempfile.mkdtemp() + "/d.zarr", shape=(4,), dtype="uint16", chunks=(2,))
+    >>> a[...] = np.array([1, 2, 3, 4], "int64")  # every value fits: stored
+    >>> try:
+    ...     a[2:] = np.array([5, 70000], "uint32")
+    ... except sw.DTypeError as err:
+    ...     print(err)
+    value 70000 at array coordinate (3,) (index (1,) of the uint32 data) does not fit uint16 (0..65535); nothing was written
+    >>> a[...].tolist()
+    [1, 2, 3, 4]
+    """  # noqa: E501
 
 
 class BoundsError(ShardwrightError, IndexError):

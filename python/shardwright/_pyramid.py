@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from ._errors import DTypeError, ShapeError
 from ._location import Location, resolve
 from ._overlap import refuse_overwriting_the_source
 from ._progress import Progress
+from ._values import fit
 
 Shapes = Sequence[int] | Sequence[Sequence[int]]
 
@@ -31,7 +33,17 @@ class Levels(list[Array]):
 
 
 def _block_bytes(part: Any, shape: list[int], dtype: str, region: str) -> bytes:
-    """The raw bytes of one block a sliceable source gave (called by the engine)."""
+    """The raw bytes of one block a sliceable source gave for ``region`` (``[a:b, ...]``;
+    called by the engine), cast to the source's declared ``dtype`` by the rule of every
+    write (:func:`shardwright._values.fit`): a value the dtype does not hold exactly
+    stops the build with :class:`DTypeError` naming it and its coordinate.
+
+    >>> _block_bytes(np.array([1, 2], "int64"), [2], "uint8", "[4:6]")
+    b'\\x01\\x02'
+    >>> _block_bytes(np.array([1, 300], "int64"), [2], "uint8", "[4:6]")
+    Traceback (most recent call last):
+    shardwright._errors.DTypeError: value 300 at array coordinate (5,) (index (1,) of the int64 block the source gave for [4:6]) does not fit uint8 (0..255); the source's .dtype says uint8; the shards stored before stay (fix the source, then rerun with resume=True)
+    """  # noqa: E501
     data = np.asarray(part)
     if data.shape != tuple(shape):
         raise ShapeError(
@@ -39,13 +51,15 @@ def _block_bytes(part: Any, shape: list[int], dtype: str, region: str) -> bytes:
             f"{tuple(shape)} (the source must support numpy-style slicing)"
         )
     target = np.dtype(dtype)
-    if data.dtype != target:
-        if not np.can_cast(data.dtype, target, casting="same_kind"):
-            raise DTypeError(
-                f"the source gave {data.dtype} for {region}; expected {target} (or a dtype "
-                "numpy casts to it under 'same_kind')"
-            )
-        data = data.astype(target)
+    origin = [int(n) for n in re.findall(r"(\d+):", region)]
+    data = fit(
+        data,
+        target,
+        what=f"the {data.dtype} block the source gave for {region}",
+        region=(origin, shape) if len(origin) == len(shape) else None,
+        then=f"the source's .dtype says {target}; the shards stored before stay (fix the "
+        "source, then rerun with resume=True)",
+    )
     return np.ascontiguousarray(data).tobytes()
 
 

@@ -114,7 +114,7 @@ class Transaction(CommitOnExit):
             )
         if region not in Domain((0,) * len(self._shape), self._shape):
             raise BoundsError(f"{region} is not inside the array of shape {self._shape}")
-        value = coerce(data, self._dtype, shape, element=is_element(key, shape))
+        value = coerce(data, self._dtype, shape, element=is_element(key, shape), region=region)
         for part, piece in self._pieces(region, value):
             write_region(self._core, part, piece)
         self._touch(region)

@@ -116,9 +116,13 @@ class ShardWriter(CommitOnExit):
         the shard (a Domain, or numpy basic indexing in array coordinates: integers,
         slices of step 1, Ellipsis). ``data``: what numpy assigns to ``array[key]`` — an
         array (or anything with ``__array__``), a (nested) list, or a scalar, broadcast to
-        the region by numpy's rules and cast to the array's dtype under ``same_kind``;
-        a broadcast value is not expanded in memory. Inner chunks covered only in part
-        are completed at commit from the stored chunk (or the fill value).
+        the region by numpy's rules and cast to the array's dtype if every value fits it
+        exactly (no wrapping, no truncated fractions; floats into a narrower float are
+        rounded): else :class:`~shardwright.DTypeError` names the first value that does
+        not fit and its array coordinate, and nothing of the assignment is written (the
+        writer stays usable). A broadcast value is not expanded in memory. Inner chunks
+        covered only in part are completed at commit from the stored chunk (or the fill
+        value).
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(2, 4), dtype="uint8",
@@ -142,7 +146,7 @@ class ShardWriter(CommitOnExit):
                 f"{region} is not inside the shard {self._shard}; use a.transaction() for "
                 "regions across shards"
             )
-        value = coerce(data, self._dtype, shape, element=is_element(key, shape))
+        value = coerce(data, self._dtype, shape, element=is_element(key, shape), region=region)
         write_region(self._core, region, value)
 
     def commit(self) -> dict[str, int]:

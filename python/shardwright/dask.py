@@ -57,11 +57,12 @@ except ImportError as err:  # pragma: no cover - dask is a test dependency
 from . import _dask_graph as graph
 from ._array import Array, Within
 from ._domain import Domain
-from ._errors import DTypeError, NotAnArrayError, ShapeError
+from ._errors import NotAnArrayError, ShapeError
 from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
 from ._pyramid import Levels, Shapes, prepare
+from ._values import refuse_non_numbers
 
 __all__ = ["map_chunks", "pyramid", "to_zarr"]
 
@@ -124,11 +125,10 @@ def _opened(target: Any, storage_options: Mapping[str, Any] | None) -> Array:
 
 
 def _check_dtype(source: np.dtype, array: Array) -> None:
-    if source != array.dtype and not np.can_cast(source, array.dtype, casting="same_kind"):
-        raise DTypeError(
-            f"the dask array's dtype {source} does not cast to the target's {array.dtype} "
-            "under 'same_kind'; convert it with darr.astype(...)"
-        )
+    """Refuse a dask array that is not numbers before computing anything; values are
+    checked block by block as each shard's task writes them (int64 blocks whose values
+    all fit a uint16 target are written)."""
+    refuse_non_numbers(source, array.dtype, "nothing was computed or written")
 
 
 def _run(delayed: Any, compute: bool, compute_kwargs: dict[str, Any]) -> Any:

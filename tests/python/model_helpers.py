@@ -192,7 +192,7 @@ def make_value(
         v[pick] = random_values(rng, dtype, (int(pick.sum()),))
         return v, v
     v = np.asarray(random_values(rng, dtype, shape), dtype=dtype)
-    if kind == "wide":  # a wider type of the same kind, cast back under same_kind
+    if kind == "wide":  # a wider type of the same kind, whose values all fit the dtype
         wide = {"i": "int64", "u": "uint64", "f": "float64", "c": "complex128", "b": "bool"}
         return v.astype(wide[dtype.kind]), v
     if kind == "list" and v.size:  # Python numbers that fit the dtype

@@ -118,7 +118,7 @@ def test_transaction_write_async_stores_what_the_assignment_stores(tmp_path):
     "key, data, error",
     [
         (np.s_[0:4, 0:4], np.zeros((4, 3), "uint16"), sw.ShapeError),
-        (np.s_[0:4, 0:4], np.zeros((4, 4), "float32"), sw.DTypeError),
+        (np.s_[0:4, 0:4], np.full((4, 4), 0.5, "float32"), sw.DTypeError),
         (np.s_[0:4, 0:4], 1.5, sw.DTypeError),
         (np.s_[0:4, 0:4], -1, sw.DTypeError),
         (np.s_[6:10, 0:4], np.zeros((4, 4), "uint16"), sw.BoundsError),  # past the shard

@@ -57,11 +57,12 @@ def test_a_wrong_shape_names_the_chunk_and_both_shapes(a, threads):
 @THREADS
 def test_a_dtype_that_does_not_cast_is_a_dtype_error(a, threads):
     with pytest.raises(sw.DTypeError) as info:
-        a.map_chunks(_only("[0:2, 6:8]", lambda: np.ones((2, 2))), threads=threads)
+        a.map_chunks(_only("[0:2, 6:8]", lambda: np.full((2, 2), 256.0)), threads=threads)
     message = str(info.value)
     assert "fn returned data of shape (2, 2) and dtype float64 for the chunk [0:2, 6:8]" in message
     assert "fn must return an array of shape (2, 2) and dtype uint8" in message
-    assert "float64" in message and "same_kind" in message
+    assert "value 256.0 at array coordinate (0, 6) (index (0, 0) of the float64 data)" in message
+    assert "does not fit uint8 (integers 0..255), nor do 3 other values" in message
     assert isinstance(info.value, TypeError)
 
 

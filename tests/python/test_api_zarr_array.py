@@ -259,7 +259,7 @@ def test_assignment_is_a_one_shot_transaction_storing_each_shard_once():
     with pytest.raises(sw.ShapeError):
         a[0:8, :] = np.ones((3, 3), "uint16")  # the wrong shape: nothing stored
     with pytest.raises(sw.DTypeError):
-        a[...] = 1.5  # a float into uint16 (same_kind): nothing stored
+        a[...] = 1.5  # a fraction does not fit uint16: nothing stored
     assert store.shard_calls("set") == []
     np.testing.assert_array_equal(a[...], want)
 

@@ -246,8 +246,9 @@ def test_bad_input_is_refused_before_any_task(tmp_path):
         swd.to_zarr(np.zeros((10, 10)), a)
     with pytest.raises(sw.ShapeError, match=r"shape \(10, 11\) differs from the target's"):
         swd.to_zarr(da.zeros((10, 11), chunks=5), a)
-    with pytest.raises(sw.DTypeError, match="float64 does not cast to the target's int16"):
-        swd.to_zarr(darr, a)
+    text = da.from_array(np.full((10, 10), "x"), chunks=5)  # not numbers: refused up front
+    with pytest.raises(sw.DTypeError, match="dtype <U1 into the array's dtype int16: only num"):
+        swd.to_zarr(text, a)
     with pytest.raises(TypeError, match="make a new array; the target is an open"):
         swd.to_zarr(darr, a, chunks=(5, 5))
     with pytest.raises(sw.ShapeError, match=r"shape=\(3, 3\) differs from the dask array's"):

@@ -123,7 +123,7 @@ def test_shapes(a):
         with expect("shape-rank"):
             w[sw.Domain((0,), (4,))] = 1
         with expect("dtype-cast"):
-            w[chunk] = np.zeros((4, 4), "float64")
+            w[chunk] = np.full((4, 4), 0.5)
     with a.transaction() as tx, expect("shape-rank-tx"):
         tx[sw.Domain((0,), (4,))] = 1
     with expect("shape-ragged-list"):

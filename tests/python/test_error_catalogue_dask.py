@@ -20,7 +20,7 @@ def test_dask_bad_input(tmp_path):
     with expect("dask-shape"):
         swd.to_zarr(da.zeros((4, 5), dtype="int16", chunks=2), a)
     with expect("dask-dtype"):
-        swd.to_zarr(da.zeros((4, 4), dtype="float64", chunks=2), a)
+        swd.to_zarr(da.full((4, 4), 0.5, chunks=2), a)
     x = da.arange(16, chunks=4)
     with expect("dask-unknown-chunks"):
         swd.to_zarr(x[x > 0], tmp_path / "u.zarr", chunks=(4,))

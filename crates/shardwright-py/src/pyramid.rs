@@ -163,7 +163,7 @@ impl PySource {
     }
 
     /// Any object with `.shape`, `.dtype` and numpy-style slicing: `object[a:b, c:d]` is
-    /// read for each block (turned into `dtype` under numpy's `same_kind` rule). `grain`:
+    /// read for each block (cast to `dtype` when it holds every value exactly). `grain`:
     /// the object's chunk shape, if it reads whole chunks (blocks that cut its chunks are
     /// then cut from chunks read once each).
     #[staticmethod]
