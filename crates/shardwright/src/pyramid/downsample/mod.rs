@@ -43,6 +43,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod accumulate;
+mod dispatch;
 mod elem;
 mod geometry;
 mod kernel;
@@ -51,9 +52,9 @@ mod median_mode;
 mod pick;
 pub(crate) mod stdcxx;
 
+use dispatch::dispatch;
 use elem::DType;
 use geometry::Geom;
-use kernel::dispatch;
 
 /// How a block of input elements becomes one output element.
 ///
