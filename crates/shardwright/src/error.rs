@@ -135,6 +135,7 @@ impl Error {
                 | PyramidError::Downsample(
                     DownsampleError::UnknownMethod { .. }
                     | DownsampleError::Factors { .. }
+                    | DownsampleError::Part { .. }
                     | DownsampleError::InputLength { .. },
                 ),
             ) => ErrorKind::Shape,

@@ -374,4 +374,4 @@ fn run(
 
 #[cfg(test)]
 #[path = "build_tests.rs"]
-mod tests;
+pub(super) mod tests;

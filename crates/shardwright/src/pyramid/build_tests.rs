@@ -350,3 +350,101 @@ fn a_resumed_build_reads_only_the_source_chunks_missing_shards_need() {
     assert_eq!(again.read_counts()[0], 1);
     assert!(again.reads.lock().unwrap().len() <= cells(&shape, &grain) + 1);
 }
+
+/// A float32 array's shape and values, a method, and level 1 as TensorStore makes it.
+pub(in crate::pyramid) type EdgeCase = (Vec<u64>, Vec<f32>, Method, Vec<f32>);
+
+/// Float32 arrays whose level 1, built from blocks of 2 per axis, has edge blocks that are
+/// blocks of their own (issue 22, item 9).
+pub(in crate::pyramid) fn edge_block_cases() -> Vec<EdgeCase> {
+    let nan = f32::NAN;
+    let mut corner = vec![0.0; 9];
+    corner[8] = nan;
+    // (2, 2, 3): the blocks at x = 2 are (2, 2, 1); TensorStore gathers them in C order
+    let column = |c: [f32; 4]| -> Vec<f32> {
+        let mut v = vec![0.0; 12];
+        for (i, x) in c.into_iter().enumerate() {
+            v[i * 3 + 2] = x;
+        }
+        v
+    };
+    vec![
+        // one NaN alone in its block: skipped, the block's min and max are ±inf
+        (
+            vec![3, 3],
+            corner.clone(),
+            Method::Min,
+            vec![0.0, 0.0, 0.0, f32::INFINITY],
+        ),
+        (
+            vec![3, 3],
+            corner,
+            Method::Max,
+            vec![0.0, 0.0, 0.0, f32::NEG_INFINITY],
+        ),
+        // libstdc++'s sort of [-1, nan, -1, -3] (not of [-1, -1, nan, -3]) ends -3 first
+        (
+            vec![2, 2, 3],
+            column([-1.0, nan, -1.0, -3.0]),
+            Method::Mode,
+            vec![0.0, -3.0],
+        ),
+        // nth_element of [-1, -1, nan, 2] (not of [-1, nan, -1, 2]) picks the NaN
+        (
+            vec![2, 2, 3],
+            column([-1.0, -1.0, nan, 2.0]),
+            Method::Median,
+            vec![0.0, nan],
+        ),
+    ]
+}
+
+/// Bits of float32s, so that NaNs compare by position.
+pub(in crate::pyramid) fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+pub(in crate::pyramid) fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+pub(in crate::pyramid) fn f32_values(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn edge_blocks_built_block_by_block_equal_tensorstore_on_the_whole_level() {
+    let mut failures = Vec::new();
+    for (shape, values, method, want) in edge_block_cases() {
+        let source = BufferSource::new(f32_bytes(&values), shape.clone(), "float32");
+        let blocks = vec![2; shape.len()];
+        let request = PlanRequest {
+            factors: vec![2; shape.len()],
+            levels: Some(2),
+            method: Some(method),
+            chunks: Some(vec![blocks.clone()]),
+            shards: Some(vec![blocks]),
+            axes: None,
+        };
+        let opts = BuildOptions::new(request, Compressor::None);
+        let store = Arc::new(MemoryStore::new());
+        let report = pyramid(&source, store, "p", &opts, &mut |_| true).unwrap();
+        let level = &report.levels[1];
+        let got = f32_values(&level.read(&level.bounds()).unwrap());
+        if bits(&got) != bits(&want) {
+            failures.push(format!("{method} of {shape:?}: {got:?}, want {want:?}"));
+        }
+        // and the kernel on the whole level agrees
+        let whole = downsample(
+            &f32_bytes(&values),
+            &shape,
+            &[2; 3][..shape.len()],
+            "float32",
+            method,
+        );
+        assert_eq!(bits(&f32_values(&whole.unwrap())), bits(&want), "{method}");
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -66,9 +66,16 @@ impl Driver<'_> {
         let down = if parents.is_empty() {
             Vec::new()
         } else {
-            downsample::downsample(
+            let level = plan
+                .levels
+                .get(k)
+                .ok_or_else(|| internal(format!("no level {k}")))?;
+            // The block as a part of the level: TensorStore's values for the whole level.
+            downsample::downsample_part(
                 &data,
+                block.origin(),
                 block.shape(),
+                &level.shape,
                 &plan.factors,
                 self.data_type,
                 plan.method,

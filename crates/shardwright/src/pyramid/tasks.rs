@@ -233,9 +233,12 @@ impl LevelTasks {
         let writer = upper.shard_writer(&shard)?;
         for block in blocks {
             let data = lower.read(&block)?;
-            let down = downsample::downsample(
+            // The block as a part of the level: TensorStore's values for the whole level.
+            let down = downsample::downsample_part(
                 &data,
+                block.origin(),
                 block.shape(),
+                lower.layout().shape(),
                 &self.factors,
                 &data_type,
                 self.method,

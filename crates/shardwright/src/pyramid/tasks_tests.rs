@@ -196,3 +196,43 @@ fn arrays_without_the_record_are_refused_on_open() {
         .to_string();
     assert!(err.contains("no record of how a pyramid makes it"), "{err}");
 }
+
+#[test]
+fn edge_blocks_written_shard_by_shard_equal_tensorstore_on_the_whole_level() {
+    use crate::pyramid::build::tests::{bits, edge_block_cases, f32_bytes, f32_values};
+    let mut failures = Vec::new();
+    for (shape, values, method, want) in edge_block_cases() {
+        let data = f32_bytes(&values);
+        let source = BufferSource::new(data.clone(), shape.clone(), "float32");
+        let blocks = vec![2; shape.len()];
+        let options = BuildOptions::new(
+            request(
+                vec![2; shape.len()],
+                method,
+                vec![blocks.clone(); 2],
+                vec![blocks; 2],
+            ),
+            Compressor::None,
+        );
+        let store = Arc::new(MemoryStore::new());
+        let tasks = LevelTasks::prepare(&source, store, "p", &options).unwrap();
+        let level0 = &tasks.levels()[0];
+        for shard in level0.shards() {
+            let writer = level0.shard_writer(&shard).unwrap();
+            writer
+                .write_region_of(&shard, &data, &level0.bounds())
+                .unwrap();
+            writer.commit().unwrap();
+        }
+        let shards: Vec<_> = tasks.levels()[1].shards().collect();
+        for shard in shards {
+            tasks.write_shard(1, shard.index().unwrap()).unwrap();
+        }
+        let level = &tasks.levels()[1];
+        let got = f32_values(&level.read(&level.bounds()).unwrap());
+        if bits(&got) != bits(&want) {
+            failures.push(format!("{method} of {shape:?}: {got:?}, want {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -2,13 +2,19 @@
 //! rows that each output row's blocks span ([`Geom::block_rows`]), and which blocks at the
 //! high edge are partial ([`Geom::count_last`], [`full_columns`]).
 
-/// The input's shape and factors, simplified: axes of extent 1 dropped, factors clamped
-/// to the extent, neighbouring axes that are not downsampled merged. None of this changes
-/// any result: blocks, the C order of a block's elements, and the order TensorStore
-/// iterates a block in (which it derives from the same simplified layout) stay the same.
+/// The input's shape and factors, simplified: axes of extent 1 in the whole array
+/// dropped, factors clamped to the input's extent, neighbouring axes that are not
+/// downsampled merged. None of this changes any result: blocks, the C order of a block's
+/// elements, and the order TensorStore iterates a block in (which it derives from the
+/// whole array's layout simplified the same way) stay the same.
+///
+/// The input may be a part of a larger array (see [`super::downsample_part`]): an axis the
+/// whole array downsamples is kept where the part has extent 1 (at the array's high edge),
+/// so that the last axis, along which TensorStore orders a block's elements slowest, is
+/// the whole array's, and a part whose blocks hold one element each is still reduced.
 #[derive(Debug)]
 pub(super) struct Geom {
-    /// Extent of each axis (at least one axis, at least one with `f > 1`).
+    /// Extent of each axis (at least one axis).
     n: Vec<usize>,
     /// Factor of each axis, `1 <= f <= n`.
     f: Vec<usize>,
@@ -23,16 +29,21 @@ pub(super) struct Geom {
 }
 
 impl Geom {
-    /// `None` when no axis is downsampled.
-    pub(super) fn new(in_shape: &[u64], factors: &[u64]) -> Option<Geom> {
+    /// `None` when the whole array, of shape `array_shape`, has no axis that is
+    /// downsampled. `in_shape` is the input's, a part of that array made of its blocks.
+    pub(super) fn new(in_shape: &[u64], array_shape: &[u64], factors: &[u64]) -> Option<Geom> {
+        let downsampled = |(&extent, &factor): (&u64, &u64)| extent > 1 && factor > 1;
+        if !array_shape.iter().zip(factors).any(downsampled) {
+            return None;
+        }
         let mut n: Vec<usize> = Vec::new();
         let mut f: Vec<usize> = Vec::new();
-        for (&extent, &factor) in in_shape.iter().zip(factors) {
-            // Extents fit in usize: the input's byte length was checked.
-            let extent = extent as usize;
-            if extent == 1 {
+        for ((&extent, &whole), &factor) in in_shape.iter().zip(array_shape).zip(factors) {
+            if whole == 1 {
                 continue;
             }
+            // Extents fit in usize: the input's byte length was checked.
+            let extent = extent as usize;
             let factor = factor.min(extent as u64) as usize;
             if let (Some(1), Some(last)) = (f.last(), n.last_mut()) {
                 if factor == 1 {
@@ -43,9 +54,6 @@ impl Geom {
             n.push(extent);
             f.push(factor);
         }
-        if f.iter().all(|&f| f == 1) {
-            return None;
-        }
         let out: Vec<usize> = n.iter().zip(&f).map(|(&n, &f)| n.div_ceil(f)).collect();
         let mut stride = vec![1usize; n.len()];
         let mut step = 1;
@@ -53,7 +61,7 @@ impl Geom {
             *s = step;
             step *= extent;
         }
-        // Some factor is above 1 (checked above), so there is at least one axis.
+        // An axis of the array is downsampled (checked above): it is kept.
         let (_, out_outer) = out.split_last()?;
         let (_, f_outer) = f.split_last()?;
         Some(Geom {

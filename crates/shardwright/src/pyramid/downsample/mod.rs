@@ -20,9 +20,11 @@
 //! visited in TensorStore's order, selection and sorting follow libstdc++'s
 //! `std::nth_element` and `std::sort` step for step, and the NaN a sum ends with follows
 //! the operand order of TensorStore's compiled loops. Those corner cases are decided
-//! relative to the array passed in: a caller that downsamples an array piece by piece
-//! gets TensorStore's values, but which NaN or zero comes out of such a block may then
-//! differ from TensorStore run on the whole array.
+//! relative to the array passed in. An array downsampled piece by piece, each piece made
+//! of whole blocks, gives TensorStore's values for the whole array when each piece goes
+//! through [`downsample_part`], which knows the whole array's shape (its blocks then hold
+//! their elements in the whole array's order); only which NaN a float mean ends with may
+//! then differ from TensorStore run on the whole array.
 //!
 //! As in TensorStore, a call where no axis is actually downsampled (every factor is 1 or
 //! on an axis of extent 1) returns the input unchanged, whatever the method.
@@ -43,6 +45,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod accumulate;
+mod dispatch;
 mod elem;
 mod geometry;
 mod kernel;
@@ -51,9 +54,9 @@ mod median_mode;
 mod pick;
 pub(crate) mod stdcxx;
 
+use dispatch::dispatch;
 use elem::DType;
 use geometry::Geom;
-use kernel::dispatch;
 
 /// How a block of input elements becomes one output element.
 ///
@@ -199,6 +202,19 @@ pub enum DownsampleError {
         /// The number of dimensions of the input.
         ndim: usize,
     },
+    /// A part for [`downsample_part`] that is not inside its array, or not made of the
+    /// array's blocks.
+    #[error("a part of shape {shape:?} at {origin:?} is not made of whole downsampling blocks (factors {factors:?}) of an array of shape {array_shape:?}")]
+    Part {
+        /// The part's origin in the array.
+        origin: Vec<u64>,
+        /// The part's shape.
+        shape: Vec<u64>,
+        /// The whole array's shape.
+        array_shape: Vec<u64>,
+        /// The factors.
+        factors: Vec<u64>,
+    },
     /// An input buffer whose length does not match its shape and data type.
     #[error("an input of shape {shape:?} needs {expected} bytes; got {got}")]
     InputLength {
@@ -296,10 +312,66 @@ pub fn downsample(
     data_type: &str,
     method: Method,
 ) -> Result<Vec<u8>, DownsampleError> {
+    let origin = vec![0; in_shape.len()];
+    downsample_part(
+        input, &origin, in_shape, in_shape, factors, data_type, method,
+    )
+}
+
+/// Downsample `input`, the part at `origin` of shape `in_shape` of an array of shape
+/// `array_shape`, to what [`downsample`] of the whole array gives for the part's blocks.
+///
+/// The part must be made of whole blocks of the array: on each axis, `origin` a multiple
+/// of the factor, and the part's extent a multiple of it too unless the part reaches the
+/// array's high edge. The result, of shape [`output_shape`]`(in_shape, factors)`, is the
+/// part of the whole array's output at `origin / factors`, equal to TensorStore's but for
+/// which NaN a float mean gives. Calling [`downsample`] on the part alone can differ:
+/// that is a call on a smaller array, which TensorStore handles as a whole (a part of
+/// extent 1 on every downsampled axis comes back unchanged, and the blocks' elements are
+/// ordered for the median and the mode by the part's own layout).
+///
+/// # Errors
+/// As [`downsample`], and [`DownsampleError::Part`] for a part not made of whole blocks
+/// of the array, or `origin` or `array_shape` of another length than `in_shape`.
+///
+/// ```
+/// use shardwright::pyramid::downsample::{downsample, downsample_part, Method};
+///
+/// // A 3×3 float32 array with a NaN at [2, 2], halved on both axes: the corner block holds
+/// // just that NaN, and its minimum (NaN skipped) is +inf.
+/// let mut values = [0f32; 9];
+/// values[8] = f32::NAN;
+/// let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+/// let whole = downsample(&bytes, &[3, 3], &[2, 2], "float32", Method::Min).unwrap();
+/// assert_eq!(&whole[12..], f32::INFINITY.to_ne_bytes());
+/// // The corner as a part of that array gives the same; alone, it is returned unchanged.
+/// let corner = &bytes[32..];
+/// let part = downsample_part(corner, &[2, 2], &[1, 1], &[3, 3], &[2, 2], "float32", Method::Min);
+/// assert_eq!(part.unwrap(), f32::INFINITY.to_ne_bytes());
+/// let alone = downsample(corner, &[1, 1], &[2, 2], "float32", Method::Min).unwrap();
+/// assert!(f32::from_ne_bytes(alone[..4].try_into().unwrap()).is_nan());
+/// ```
+pub fn downsample_part(
+    input: &[u8],
+    origin: &[u64],
+    in_shape: &[u64],
+    array_shape: &[u64],
+    factors: &[u64],
+    data_type: &str,
+    method: Method,
+) -> Result<Vec<u8>, DownsampleError> {
     if factors.len() != in_shape.len() || factors.contains(&0) {
         return Err(DownsampleError::Factors {
             factors: factors.to_vec(),
             ndim: in_shape.len(),
+        });
+    }
+    if !is_part_of_blocks(origin, in_shape, array_shape, factors) {
+        return Err(DownsampleError::Part {
+            origin: origin.to_vec(),
+            shape: in_shape.to_vec(),
+            array_shape: array_shape.to_vec(),
+            factors: factors.to_vec(),
         });
     }
     let dtype = DType::parse(data_type).ok_or_else(|| DownsampleError::UnsupportedDataType {
@@ -320,11 +392,26 @@ pub fn downsample(
     if input.is_empty() {
         return Ok(Vec::new());
     }
-    let Some(geom) = Geom::new(in_shape, factors) else {
-        // No axis is downsampled: TensorStore hands the input back unchanged.
+    let Some(geom) = Geom::new(in_shape, array_shape, factors) else {
+        // No axis of the array is downsampled: TensorStore hands the input back unchanged.
         return Ok(input.to_vec());
     };
     Ok(dispatch(input, &geom, dtype, method))
+}
+
+/// Whether the part at `origin` of shape `shape` is made of whole blocks of an array of
+/// shape `array_shape` (all four of one length; `factors` at least 1).
+fn is_part_of_blocks(origin: &[u64], shape: &[u64], array_shape: &[u64], factors: &[u64]) -> bool {
+    origin.len() == shape.len()
+        && array_shape.len() == shape.len()
+        && origin
+            .iter()
+            .zip(shape)
+            .zip(array_shape.iter().zip(factors))
+            .all(|((&o, &n), (&whole, &f))| {
+                o.checked_add(n)
+                    .is_some_and(|end| end <= whole && o % f == 0 && (end == whole || n % f == 0))
+            })
 }
 
 #[cfg(test)]
