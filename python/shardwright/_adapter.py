@@ -11,9 +11,12 @@ from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import cpu, default_buffer_prototype
 from zarr.core.sync import sync
 
+from ._redact import redact
+
 
 def store_name(store: Any) -> str:
-    """A one-line name for ``store`` (its ``str`` when that is one line).
+    """A one-line name for ``store`` (its ``str`` when that is one line), without the
+    credentials a URL in it may carry (userinfo, query, fragment).
 
     >>> import zarr
     >>> store_name(zarr.storage.MemoryStore()).startswith("memory://")
@@ -22,7 +25,7 @@ def store_name(store: Any) -> str:
     text = str(store)
     if "\n" in text or not text:
         return f"{type(store).__name__}@{id(store):x}"
-    return text
+    return redact(text)
 
 
 def _kinds(obj: Any) -> set[tuple[str, str]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ._errors import UnsupportedError
+from ._redact import redact
 
 
 @dataclass(frozen=True)
@@ -220,8 +221,8 @@ def _url_of(target: Any) -> str | None:
     if scheme not in OBJECT_STORE_SCHEMES:
         known = ", ".join(sorted(OBJECT_STORE_SCHEMES))
         raise UnsupportedError(
-            f"'{scheme}://' URLs are not supported (given {target!r}): shardwright writes to "
-            f"local paths, file:// URLs and object stores ({known})"
+            f"'{scheme}://' URLs are not supported (given {redact(target)!r}): shardwright "
+            f"writes to local paths, file:// URLs and object stores ({known})"
         )
     return target
 
@@ -258,11 +259,14 @@ def path_of(target: str | os.PathLike[str]) -> Path:
     if scheme == "file":
         parts = urllib.parse.urlsplit(text)
         if parts.netloc not in ("", "localhost"):
+            host = parts.netloc.rpartition("@")[2]
             raise UnsupportedError(
-                f"file:// URL {text!r} names the host {parts.netloc!r}; a local path is "
+                f"file:// URL {redact(text)!r} names the host {host!r}; a local path is "
                 "file:///absolute/path (three slashes) or file://localhost/absolute/path"
             )
         if parts.query or parts.fragment:
-            raise UnsupportedError(f"file:// URL {text!r} has a query or fragment ('?', '#')")
+            raise UnsupportedError(
+                f"file:// URL {redact(text)!r} has a query or fragment ('?', '#')"
+            )
         return Path(urllib.request.url2pathname(parts.path))
-    raise UnsupportedError(f"{text!r} is a '{scheme}://' URL, not a local path")
+    raise UnsupportedError(f"{redact(text)!r} is a '{scheme}://' URL, not a local path")

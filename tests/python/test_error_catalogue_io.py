@@ -172,6 +172,8 @@ def test_urls():
         sw.open("ftp://host/x.zarr")
     with expect("url-malformed"):
         sw.open("s3://")
+    with expect("url-credentials"):
+        sw.open("s3://key:secret@bucket/x.zarr")
     with expect("storage-option"):
         sw.open("s3://bucket/x.zarr", storage_options={"no_such_option": "1"})
     with expect("endpoint-not-url"):  # object_store panicked on it ("request valid")

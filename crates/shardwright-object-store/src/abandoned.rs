@@ -114,7 +114,7 @@ impl ObjectStoreBackend {
     ) -> Result<Vec<AbandonedUpload>, StoreError> {
         if self.multipart.is_none() {
             return Err(StoreError::Config {
-                url: self.url.clone(),
+                url: self.url.to_string(),
                 message: "this store was made without abort-by-id (ObjectStoreBackend::new): \
                           its uploads are not recorded; use from_url or with_multipart, or a \
                           bucket lifecycle rule (AbortIncompleteMultipartUpload)"

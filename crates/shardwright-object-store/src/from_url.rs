@@ -9,6 +9,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 use shardwright::store::StoreError;
 
+use crate::redact::{Named, Redactor};
 use crate::ObjectStoreBackend;
 
 /// The one in-memory object store of the process, shared by every `memory://` URL (so an
@@ -24,26 +25,38 @@ impl ObjectStoreBackend {
     /// `options`: object_store configuration keys and values (`endpoint`, `region`,
     /// `access_key_id`, `secret_access_key`, `allow_http`, …); anything not given comes from
     /// the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as object_store reads it.
+    /// Credentials go in `options` (or the environment), never in the URL. No message of
+    /// the store repeats them ([`Redactor`]).
     ///
     /// ```
     /// use shardwright_object_store::ObjectStoreBackend;
     /// let err = ObjectStoreBackend::from_url("ftp://host/x", &[]).unwrap_err();
     /// assert!(err.to_string().contains("ftp://host/x"));
+    /// let err = ObjectStoreBackend::from_url("az://container/x?sig=c2VjcmV0", &[]).unwrap_err();
+    /// assert!(!err.to_string().contains("c2VjcmV0"));
     /// ```
     ///
     /// # Errors
-    /// [`StoreError::Config`] for a URL that is not an object store's, or a configuration
-    /// key or value object_store refuses.
+    /// [`StoreError::Config`] for a URL that is not an object store's or holds credentials
+    /// (`user:password@`), or a configuration key or value object_store refuses.
     pub fn from_url(url: &str, options: &[(&str, &str)]) -> Result<(Self, String), StoreError> {
+        let redactor = Redactor::new(url, options);
         let config = |message: String| StoreError::Config {
-            url: url.to_string(),
-            message,
+            url: redactor.redact(url),
+            message: redactor.redact(&message),
         };
         let parsed = url::Url::parse(url).map_err(|e| config(e.to_string()))?;
         if parsed.query().is_some() || parsed.fragment().is_some() {
             return Err(config(
                 "a query or fragment ('?', '#') in an object-store URL; percent-encode them \
                  (%3F, %23) in key names"
+                    .into(),
+            ));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(config(
+                "credentials ('user:password@') in an object-store URL; give them as storage \
+                 options (e.g. access_key_id and secret_access_key) or in the environment"
                     .into(),
             ));
         }
@@ -86,7 +99,7 @@ impl ObjectStoreBackend {
         let backend = Self {
             inner,
             multipart,
-            url: root,
+            url: Named::new(&root, redactor),
         };
         Ok((backend, path.to_string()))
     }

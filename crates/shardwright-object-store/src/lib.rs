@@ -19,7 +19,9 @@
 //!   `false`: a merge that leaves a shard empty stores an empty shard conditionally instead;
 //! - requests retry with exponential backoff on 5xx, 429 and 408 answers, and on timeouts
 //!   of idempotent requests, not on other 4xx (object_store's retry policy: at most 10
-//!   retries within 3 minutes); errors name the store URL, the key and the HTTP status.
+//!   retries within 3 minutes); errors name the store URL, the key and the HTTP status,
+//!   never credentials: URLs in messages lose their userinfo, query and fragment, and the
+//!   values of secret options are replaced by `***` ([`Redactor`]).
 //!
 //! Every request runs on one process-wide async runtime ([`block_on`]); the calling thread
 //! only waits. This crate is apart from `shardwright` so that the core's dependency tree
@@ -37,10 +39,12 @@
 
 mod abandoned;
 mod from_url;
+mod redact;
 mod runtime;
 mod upload;
 
 pub use abandoned::{AbandonedUpload, ABANDONED_AFTER};
+pub use redact::{redact, Redactor};
 pub use runtime::block_on;
 pub use upload::{MAX_PARTS, PARTS_IN_FLIGHT, PART_BYTES};
 
@@ -57,6 +61,8 @@ use object_store::{
     UpdateVersion,
 };
 use shardwright::store::{check_key, Debris, Store, StoreError, Upload, Version};
+
+use redact::Named;
 
 /// A [`Store`] over an [`object_store::ObjectStore`]. Keys are object paths from the
 /// store's root (the bucket or container), e.g. `path/fish.zarr/c/0/0/0`.
@@ -79,20 +85,21 @@ pub struct ObjectStoreBackend {
     /// The same store's multipart calls by upload id, where it has them: uploads then
     /// record themselves (markers) so abandoned ones can be aborted (see `abandoned`).
     multipart: Option<Arc<dyn MultipartStore>>,
-    url: String,
+    /// The store's root URL (without credentials) and the cleaner of its messages.
+    url: Named,
 }
 
 impl fmt::Debug for ObjectStoreBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ObjectStoreBackend")
-            .field("url", &self.url)
+            .field("url", &self.url.as_str())
             .finish_non_exhaustive()
     }
 }
 
 impl ObjectStoreBackend {
     /// Wrap `inner`; `url` is the store's root as users name it (`s3://bucket`), used in
-    /// error messages. Its streamed uploads are not recorded, so
+    /// error messages (without its userinfo, query and fragment). Its streamed uploads are not recorded, so
     /// [`remove_abandoned_uploads`](ObjectStoreBackend::remove_abandoned_uploads) cannot
     /// find them: prefer [`with_multipart`](ObjectStoreBackend::with_multipart) for a store
     /// that has multipart calls by id (S3, GCS, Azure, memory).
@@ -100,7 +107,7 @@ impl ObjectStoreBackend {
         Self {
             inner,
             multipart: None,
-            url: url.into(),
+            url: Named::new(&url.into(), Redactor::default()),
         }
     }
 
@@ -126,14 +133,14 @@ impl ObjectStoreBackend {
         Self {
             inner: store.clone(),
             multipart: Some(store),
-            url: url.into(),
+            url: Named::new(&url.into(), Redactor::default()),
         }
     }
 
-    /// The store's root URL, as given.
+    /// The store's root URL, as given (without its userinfo, query and fragment).
     #[must_use]
     pub fn url(&self) -> &str {
-        &self.url
+        self.url.as_str()
     }
 
     /// Delete every object under `prefix` (a folder: `prefix/…`), e.g. to overwrite an array.
@@ -154,7 +161,7 @@ impl ObjectStoreBackend {
     pub fn delete_prefix(&self, prefix: &str) -> Result<usize, StoreError> {
         if prefix.trim_matches('/').is_empty() {
             return Err(StoreError::Config {
-                url: self.url.clone(),
+                url: self.url.to_string(),
                 message: "deleting everything at the root of a bucket (or store) is \
                           refused; delete it yourself, or give a prefix inside it"
                     .into(),
@@ -200,11 +207,11 @@ impl ObjectStoreBackend {
 }
 
 /// A [`StoreError::Io`] naming the store, the key and what the service said (object_store's
-/// message carries the HTTP method, URL and status).
-fn describe(url: &str, key: &str, err: &object_store::Error) -> StoreError {
+/// message carries the HTTP method, URL and status), without credentials.
+fn describe(url: &Named, key: &str, err: &object_store::Error) -> StoreError {
     StoreError::Io {
         key: key.to_string(),
-        message: format!("{url}: {err}"),
+        message: url.says(err),
     }
 }
 

@@ -30,6 +30,7 @@ use object_store::{
 use shardwright::store::{StoreError, Upload, Version};
 
 use crate::abandoned::{marker_for, marker_payload};
+use crate::redact::Named;
 use crate::{block_on, describe};
 
 /// The size of each part but the last.
@@ -61,7 +62,7 @@ pub(crate) struct MultipartShardUpload {
     inner: Arc<dyn ObjectStore>,
     /// Multipart calls by id: with them the upload records itself in a marker.
     by_id: Option<Arc<dyn MultipartStore>>,
-    url: String,
+    url: Named,
     key: String,
     location: Path,
     /// Bytes not handed to the multipart upload yet (before it starts: all of them).
@@ -81,7 +82,7 @@ impl std::fmt::Debug for MultipartShardUpload {
             State::Failed => "failed",
         };
         f.debug_struct("MultipartShardUpload")
-            .field("url", &self.url)
+            .field("url", &self.url.as_str())
             .field("key", &self.key)
             .field("len", &self.len)
             .field("state", &state)
@@ -93,14 +94,14 @@ impl MultipartShardUpload {
     pub(crate) fn new(
         inner: Arc<dyn ObjectStore>,
         by_id: Option<Arc<dyn MultipartStore>>,
-        url: &str,
+        url: &Named,
         key: &str,
         location: Path,
     ) -> Self {
         Self {
             inner,
             by_id,
-            url: url.to_string(),
+            url: url.clone(),
             key: key.to_string(),
             location,
             pending: Vec::new(),
