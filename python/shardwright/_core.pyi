@@ -112,12 +112,14 @@ class Array:
     def read(self, origin: list[int], shape: list[int]) -> npt.NDArray[np.uint8]: ...
 
 class ShardWriter:
-    """The writer of one shard."""
+    """The writer of one shard; any thread may call it while another writes or commits."""
 
     @property
     def shard(self) -> _Cell: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def committing(self) -> bool: ...
     @property
     def chunks_written(self) -> int: ...
     @property
@@ -141,10 +143,13 @@ class PendingCommit:
     def wait(self) -> dict[str, int]: ...
 
 class Transaction:
-    """Region writes across shards, read-your-writes, parallel commit."""
+    """Region writes across shards, read-your-writes, parallel commit; any thread may call
+    it while another writes or commits."""
 
     @property
     def closed(self) -> bool: ...
+    @property
+    def committing(self) -> bool: ...
     @property
     def staged_memory(self) -> int: ...
     def write(

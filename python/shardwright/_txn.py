@@ -76,7 +76,8 @@ class Transaction(CommitOnExit):
 
     @property
     def closed(self) -> bool:
-        """Whether the transaction was committed or aborted."""
+        """Whether the transaction was committed or aborted (not yet while its commit
+        runs)."""
         return bool(self._core.closed)
 
     @property
@@ -174,12 +175,19 @@ class Transaction(CommitOnExit):
         )
 
     def commit(self) -> dict[str, int]:
-        """Store every touched shard (in parallel). Returns :attr:`stats`."""
+        """Store every touched shard (in parallel). Returns :attr:`stats`.
+
+        Threads: as :meth:`ShardWriter.commit`. While it runs, other threads may read
+        :attr:`closed`, :attr:`staged_memory` (as when it began), :attr:`stats` and
+        ``repr``; their writes, reads (``tx[key]``), :meth:`write_shard`, a second commit
+        and :meth:`abort` raise :class:`ShardwrightError` ("... is committing ...").
+        """
         self._stats = dict(self._core.commit())
         return dict(self._stats)
 
     def abort(self) -> None:
-        """Drop every staged write; nothing (more) is stored."""
+        """Drop every staged write; nothing (more) is stored. (Raises
+        :class:`ShardwrightError` while a commit runs in another thread.)"""
         self._core.abort()
         self._aborted = True
 
@@ -204,6 +212,8 @@ class Transaction(CommitOnExit):
             )
         if self._aborted:
             return "<shardwright.Transaction aborted>"
+        if self._core.committing:  # in another thread
+            return f"<shardwright.Transaction committing: {_size(self.staged_memory)} staged>"
         if self.closed:
             return "<shardwright.Transaction closed>"
         touched = "" if self._shard_shape is None else f"{len(self._touched)} shards touched, "

@@ -71,7 +71,7 @@ class ShardWriter(CommitOnExit):
 
     @property
     def closed(self) -> bool:
-        """Whether the writer was committed or aborted."""
+        """Whether the writer was committed or aborted (not yet while its commit runs)."""
         return bool(self._core.closed)
 
     @property
@@ -150,7 +150,14 @@ class ShardWriter(CommitOnExit):
         write_region(self._core, region, value)
 
     def commit(self) -> dict[str, int]:
-        """Wait for the encodes and store the shard (one put). Returns :attr:`stats`."""
+        """Wait for the encodes and store the shard (one put). Returns :attr:`stats`.
+
+        Threads: the commit first waits for writes in progress in other threads. While it
+        runs, other threads may read the writer's state (:attr:`closed`, :attr:`stats`,
+        ``repr``, :meth:`inner_chunks`: as when the commit began), and their writes, a
+        second commit and :meth:`abort` raise :class:`ShardwrightError` ("... is
+        committing in another thread ..."): a commit that began cannot be aborted.
+        """
         self._stats = dict(self._core.commit())
         return dict(self._stats)
 
@@ -167,7 +174,8 @@ class ShardWriter(CommitOnExit):
         return wait
 
     def abort(self) -> None:
-        """Drop everything written; nothing is stored."""
+        """Drop everything written; nothing is stored. (Raises :class:`ShardwrightError`
+        while a commit runs in another thread: that commit stores the shard, or fails.)"""
         self._core.abort()
 
     def __del__(self) -> None:
@@ -201,7 +209,9 @@ class ShardWriter(CommitOnExit):
         >>> w
         <shardwright.ShardWriter [4:8] committed: 1 chunks written>
         """
-        if not self.closed:
+        if self._core.committing:  # in another thread
+            state = f"committing: {self._core.chunks_written} chunks written"
+        elif not self.closed:
             state = f"open: {self._core.chunks_written} chunks written"
         elif self._stats is not None:
             state = f"committed: {self._stats.get('chunks_written', 0)} chunks written"

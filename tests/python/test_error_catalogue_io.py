@@ -9,6 +9,8 @@ import contextlib
 import json
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import shardwright as sw
 import zarr
 from error_doc import array, expect, expect_cli
+from shardwright.testing import FaultyStore
 
 
 @pytest.fixture
@@ -54,6 +57,34 @@ def test_modes(a):
         sw.open(a.path, mode="r")[:] = 1
     with expect("mode-bad"):
         sw.open(a.path, mode="w")
+
+
+def test_calls_during_a_commit_in_another_thread(a):
+    store = FaultyStore(a.path)
+    for op in ("put", "put_if", "complete"):  # every commit below waits in the store
+        store.inject(op, 0, "block")
+    b = store.open()
+    w = b.write_shard((0, 0))
+    w[0:8, 0:7] = 1
+    tx = b.transaction()
+    tx[9, 0] = 3
+    commits = [threading.Thread(target=w.commit), threading.Thread(target=tx.commit)]
+    try:
+        for commit in commits:
+            commit.start()
+        deadline = time.monotonic() + 10
+        while store.blocked() < 2:
+            assert time.monotonic() < deadline, store.counts()
+            time.sleep(0.005)
+        with expect("writer-while-committing"):
+            w[0, 0] = 2
+        with expect("tx-while-committing"):
+            tx[9, 0] = 4
+    finally:
+        store.release()
+        for commit in commits:
+            commit.join(30)
+    assert (b[0, 0], b[9, 0]) == (1, 3)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ mod faults;
 mod grid;
 mod pyramid;
 mod pystore;
+mod shared;
 mod tasks;
 mod txn;
 mod writer;

@@ -2,59 +2,58 @@
 //! then encoding runs on Rust threads with the GIL released.
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use std::sync::{Mutex, PoisonError};
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use shardwright::domain::copy::gather_strided;
+use shardwright::domain::GridCells;
 use shardwright::{Domain, PendingCommit, ShardWriter};
 
 use crate::errors::{error, guard, IntoPy};
 use crate::grid::PyGridIter;
+use crate::shared::{Engine, Peek, Shared};
 
-/// The writer of one shard.
-#[pyclass(module = "shardwright._core", name = "ShardWriter")]
+/// The writer of one shard. Frozen, its engine writer behind a [`Shared`]: any thread
+/// may call it while another writes or commits (see `shared.rs`).
+#[pyclass(module = "shardwright._core", name = "ShardWriter", frozen)]
 pub(crate) struct PyShardWriter {
-    inner: Option<ShardWriter>,
+    inner: Shared<ShardWriter>,
     shard: Domain,
+    /// The inner chunks (`inner_chunks()` answers during a commit too).
+    chunks: GridCells,
     element_size: usize,
 }
 
-impl Drop for PyShardWriter {
-    /// A writer collected without commit or abort: dropped without the GIL (an
-    /// object-store writer aborts its multipart upload, which waits for requests).
-    fn drop(&mut self) {
-        if let Some(writer) = self.inner.take() {
-            Python::attach(|py| py.detach(move || drop(writer)));
-        }
+/// During a commit, a writer reports its chunks written and bytes held when it began.
+impl Engine for ShardWriter {
+    type Snapshot = (usize, usize);
+
+    fn snapshot(&self) -> (usize, usize) {
+        (self.chunks_written(), self.staged_memory())
     }
 }
 
 impl PyShardWriter {
-    /// Take the engine writer out (the Python writer is closed after).
-    pub(crate) fn take(&mut self) -> PyResult<ShardWriter> {
-        self.open()?;
-        Ok(self.inner.take().expect("checked open"))
+    /// Take the engine writer out (the Python writer is closed after), once the calls in
+    /// progress ended.
+    pub(crate) fn take(&self, py: Python<'_>) -> PyResult<ShardWriter> {
+        self.inner.take(py)
     }
 
     pub(crate) fn new(inner: ShardWriter, element_size: usize) -> Self {
+        let shard = inner.shard().clone();
         Self {
-            shard: inner.shard().clone(),
-            inner: Some(inner),
+            chunks: inner.inner_chunks(),
+            inner: Shared::new(inner, format!("the shard writer for {shard}")),
+            shard,
             element_size,
         }
     }
 
-    /// The engine writer, if still open.
-    pub(crate) fn engine(&self) -> Option<&ShardWriter> {
-        self.inner.as_ref()
-    }
-
-    fn open(&self) -> PyResult<&ShardWriter> {
-        self.inner.as_ref().ok_or_else(|| {
-            error(format!(
-                "the shard writer for {} is already closed (committed or aborted)",
-                self.shard
-            ))
-        })
+    /// The engine writer for a state read (`Live` while open).
+    pub(crate) fn peek(&self) -> Peek<'_, ShardWriter> {
+        self.inner.peek()
     }
 }
 
@@ -131,27 +130,46 @@ impl PyShardWriter {
         )
     }
 
+    /// Whether the writer was committed or aborted (not yet while its commit runs).
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.closed()
+    }
+
+    /// Whether a commit runs now (in another thread).
+    #[getter]
+    fn committing(&self) -> bool {
+        self.inner.committing()
     }
 
     #[getter]
     fn chunks_written(&self, py: Python<'_>) -> usize {
-        // The slot table's lock can be held while an encoded batch is uploaded.
-        let writer = self.inner.as_ref();
-        py.detach(|| writer.map_or(0, ShardWriter::chunks_written))
+        match self.inner.peek() {
+            // The slot table's lock can be held while an encoded batch is uploaded.
+            Peek::Live(writer) => py.detach(move || writer.chunks_written()),
+            Peek::Committing((written, _)) => written,
+            Peek::Closed => 0,
+        }
     }
 
     /// Bytes the writer holds now (encoded chunks, raw chunks in flight, partial chunks).
     #[getter]
     fn staged_memory(&self, py: Python<'_>) -> usize {
-        let writer = self.inner.as_ref();
-        py.detach(|| writer.map_or(0, ShardWriter::staged_memory))
+        match self.inner.peek() {
+            Peek::Live(writer) => py.detach(move || writer.staged_memory()),
+            Peek::Committing((_, held)) => held,
+            Peek::Closed => 0,
+        }
     }
 
     fn inner_chunks(&self) -> PyResult<PyGridIter> {
-        Ok(PyGridIter::new(self.open()?.inner_chunks()))
+        if self.inner.closed() {
+            return Err(error(format!(
+                "the shard writer for {} is already closed (committed or aborted)",
+                self.shard
+            )));
+        }
+        Ok(PyGridIter::new(self.chunks.clone()))
     }
 
     /// Write one region (an inner chunk, or any box inside the shard) from a numpy array
@@ -164,10 +182,10 @@ impl PyShardWriter {
         data: &Bound<'_, PyUntypedArray>,
     ) -> PyResult<()> {
         guard(|| {
-            let writer = self.open()?;
+            let writer = self.inner.lease()?;
             let region = domain(origin, shape)?;
             let raw = gather(data, &region, self.element_size, |n| writer.buffer(n))?;
-            py.detach(|| writer.write_owned(&region, raw)).py()
+            py.detach(move || writer.write_owned(&region, raw)).py()
         })
     }
 
@@ -180,18 +198,19 @@ impl PyShardWriter {
         value: &[u8],
     ) -> PyResult<()> {
         guard(|| {
-            let writer = self.open()?;
+            let writer = self.inner.lease()?;
             let region = domain(origin, shape)?;
-            py.detach(|| writer.write_region_value(&region, value)).py()
+            py.detach(move || writer.write_region_value(&region, value))
+                .py()
         })
     }
 
-    /// Wait for the encodes and store the shard; returns the commit statistics.
-    fn commit<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Wait for the encodes and store the shard; returns the commit statistics. Waits
+    /// first for writes in progress in other threads; while it runs, state reads answer
+    /// (as when it began) and writes, commit and abort raise a `ShardwrightError`.
+    fn commit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            self.open()?;
-            let writer = self.inner.take().expect("checked open");
-            let stats = py.detach(|| writer.commit()).py()?;
+            let stats = self.inner.commit(py, ShardWriter::commit)?.py()?;
             stats_dict(py, &stats)
         })
     }
@@ -199,27 +218,26 @@ impl PyShardWriter {
     /// Commit on a background thread: returns at once a handle whose `wait()` gives the
     /// commit statistics (or raises the commit's error). The shard is stored only when
     /// `wait()` returns.
-    fn commit_background(&mut self) -> PyResult<PyPendingCommit> {
-        let writer = self.take()?;
+    fn commit_background(&self, py: Python<'_>) -> PyResult<PyPendingCommit> {
+        let writer = self.take(py)?;
         Ok(PyPendingCommit {
-            pending: Some(writer.commit_background()),
+            pending: Mutex::new(Some(writer.commit_background())),
         })
     }
 
     /// Drop everything written; nothing is stored. The GIL is released meanwhile (an
-    /// object-store writer aborts its multipart upload: a request).
-    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.open()?;
-        let writer = self.inner.take();
-        py.detach(move || drop(writer));
-        Ok(())
+    /// object-store writer aborts its multipart upload: a request). During a commit (in
+    /// another thread), raises a `ShardwrightError`: a commit that began cannot be undone.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.abort(py)
     }
 }
 
 /// A commit running on a background thread.
-#[pyclass(module = "shardwright._core", name = "PendingCommit")]
+#[pyclass(module = "shardwright._core", name = "PendingCommit", frozen)]
 pub(crate) struct PyPendingCommit {
-    pending: Option<PendingCommit>,
+    /// Taken out (under the lock, briefly) by the first `wait()`.
+    pending: Mutex<Option<PendingCommit>>,
 }
 
 #[pymethods]
@@ -227,14 +245,19 @@ impl PyPendingCommit {
     /// Whether `wait()` was called already.
     #[getter]
     fn done(&self) -> bool {
-        self.pending.is_none()
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
     }
 
     /// Wait for the commit (without the GIL); returns its statistics or raises its error.
-    fn wait<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
             let pending = self
                 .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
                 .take()
                 .ok_or_else(|| error("this commit was already waited for"))?;
             let stats = py.detach(|| pending.wait()).py()?;
