@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from ._domain import Domain
 from ._errors import BoundsError, ShapeError
 from ._indexing import parse_key, parse_write_key
 from ._values import is_element
-from ._writer import ShardWriter, coerce, hold, write_region
+from ._writer import ShardWriter, coerce, hold, run_commit, settled, write_region
 
 # A broadcast value over more bytes than this is written shard by shard.
 _SPLIT_BYTES = 16 << 20
@@ -66,6 +67,8 @@ class Transaction(CommitOnExit):
         self._shard_index = shard_index
         self._limited = limited
         self._stats: dict[str, int] | None = None
+        self._settled = threading.Event()  # see ShardWriter: the outcome reached Python
+        self._background = False
         self._aborted = False
         # The shard indices written to, for repr(); the shard shape from the array that
         # made this transaction when not given.
@@ -90,6 +93,7 @@ class Transaction(CommitOnExit):
         """After commit: ``puts``, ``gets``, ``bytes_read``, ``bytes_written``,
         ``shards_written``, ``shards_committed_early``, chunk counts and ``conflicts``.
         Before: only ``staged_memory``."""
+        settled(self)
         if self._stats is None:
             return {"staged_memory": self.staged_memory}
         return dict(self._stats)
@@ -182,14 +186,14 @@ class Transaction(CommitOnExit):
         ``repr``; their writes, reads (``tx[key]``), :meth:`write_shard`, a second commit
         and :meth:`abort` raise :class:`ShardwrightError` ("... is committing ...").
         """
-        self._stats = dict(self._core.commit())
-        return dict(self._stats)
+        return run_commit(self, self._core.commit)
 
     def abort(self) -> None:
         """Drop every staged write; nothing (more) is stored. (Raises
         :class:`ShardwrightError` while a commit runs in another thread.)"""
         self._core.abort()
         self._aborted = True
+        self._settled.set()
 
     def __repr__(self) -> str:
         """What the transaction holds: open, with the shards touched and the bytes staged;

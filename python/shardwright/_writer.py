@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,10 @@ class ShardWriter(CommitOnExit):
         origin, shape, index = core.shard
         self._shard = Domain._from_grid(origin, shape, index)
         self._stats: dict[str, int] | None = None
+        # Set once the outcome is known to Python (stats stored, or closed without):
+        # another thread that sees the core closed waits for it before reading stats.
+        self._settled = threading.Event()
+        self._background = False
 
     @property
     def shard(self) -> Domain:
@@ -79,6 +84,7 @@ class ShardWriter(CommitOnExit):
         """I/O and chunk counts: ``puts``, ``gets``, ``deletes``, ``bytes_read``,
         ``bytes_written``, ``chunks_written``, ``chunks_empty``, ``chunks_kept``.
         Before commit, only ``chunks_written`` is non-zero."""
+        settled(self)
         if self._stats is not None:
             return dict(self._stats)
         keys = (
@@ -158,18 +164,17 @@ class ShardWriter(CommitOnExit):
         second commit and :meth:`abort` raise :class:`ShardwrightError` ("... is
         committing in another thread ..."): a commit that began cannot be aborted.
         """
-        self._stats = dict(self._core.commit())
-        return dict(self._stats)
+        return run_commit(self, self._core.commit)
 
     def _commit_background(self) -> Callable[[], dict[str, int]]:
         """Start the commit on a background thread; returns ``wait()``, which blocks
         (without the GIL) until the shard is stored and returns :attr:`stats`, or raises
         the commit's error. (Used by ``Array.map_chunks`` to overlap shards.)"""
         pending = self._core.commit_background()
+        self._background = True  # stats are the commit's once wait() returned
 
         def wait() -> dict[str, int]:
-            self._stats = dict(pending.wait())
-            return dict(self._stats)
+            return run_commit(self, pending.wait)
 
         return wait
 
@@ -177,6 +182,7 @@ class ShardWriter(CommitOnExit):
         """Drop everything written; nothing is stored. (Raises :class:`ShardwrightError`
         while a commit runs in another thread: that commit stores the shard, or fails.)"""
         self._core.abort()
+        self._settled.set()
 
     def __del__(self) -> None:
         # A writer that holds written data and goes without commit() or a with block
@@ -257,3 +263,32 @@ class ShardWriter(CommitOnExit):
         [1, 1, 1, 1, 2, 2, 2, 2]
         """
         return _async.write(self, key, data)
+
+
+def run_commit(owner: Any, commit: Callable[[], Any]) -> dict[str, int]:
+    """Run ``commit`` (the core's) for a writer or transaction ``owner``, store its stats
+    and mark the outcome settled: also when it failed after closing the core, but not
+    when it was refused (another thread's commit runs: that one settles).
+
+    >>> class Owner:
+    ...     _stats, _settled, _core = None, threading.Event(), None
+    >>> owner = Owner()
+    >>> run_commit(owner, lambda: {"puts": 1}), owner._settled.is_set()
+    ({'puts': 1}, True)
+    """
+    try:
+        stats = dict(commit())
+    except BaseException:
+        if owner._core is None or owner._core.closed:
+            owner._settled.set()
+        raise
+    owner._stats = stats
+    owner._settled.set()
+    return dict(stats)
+
+
+def settled(owner: Any) -> None:
+    """Wait (briefly) for a commit another thread finished in the core to reach Python,
+    so that :attr:`stats` never reads the closed core's zeros in between."""
+    if owner._stats is None and not owner._background and owner._core.closed:
+        owner._settled.wait(5.0)
