@@ -162,9 +162,10 @@ class Array(OpensOnFirstUse, ZarrNames):
     def resize(self, *shape: int | Sequence[int]) -> None:
         """Change the shape (same rank): ``a.resize((20, 8))`` or ``a.resize(20, 8)``.
         Growing is a metadata change (stored chunks hold the fill value past the old edge).
-        Shrinking deletes the shards wholly outside the new shape and sets the elements
-        past the new edge in the shards that stay to the fill value (one merge per edge
-        shard), so a later grow shows the fill value, not old data. Like zarr-python's, a
+        Shrinking stores the new shape, then deletes the shards wholly outside it and sets
+        the elements past the new edge in the shards that stay to the fill value (one merge
+        per edge shard): a later grow shows the fill value, not old data, even after a
+        failure (the next resize finishes the clearing first). Like zarr-python's, a
         handle reads the shape when it is opened: a handle opened before another one shrank
         the array still writes past the new edge (and a later grow shows that data), so
         resize while no other handle writes, and reopen handles after it.

@@ -131,6 +131,10 @@ def test_shapes(a):
     with expect("shape-resize-rank"):
         a.resize((4,))
     assert not Path(a.path, "c").exists()  # nothing stored
+    Path(a.path, "shardwright-resize.json").write_text("{}")
+    with expect("resize-record-damaged"):
+        a.resize((4, 7))
+    assert sw.open(a.path).shape == (10, 7)
 
 
 def test_values_that_do_not_fit(a, tmp_path):

@@ -57,12 +57,14 @@ impl PyArray {
     }
 }
 
-/// A JSON object's text as attributes.
-fn attributes(text: &str) -> PyResult<serde_json::Map<String, serde_json::Value>> {
-    match serde_json::from_str(text) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(other) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "attributes must be a JSON object (a dict), got {other}"
+/// `text`, checked to be a JSON object's (attributes, kept as written: integers beyond
+/// 64 bits keep every digit).
+fn attributes(text: &str) -> PyResult<&str> {
+    match serde_json::from_str::<&serde_json::value::RawValue>(text) {
+        Ok(_) if text.trim_start().starts_with('{') => Ok(text),
+        Ok(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "attributes must be a JSON object (a dict), got {}",
+            text.trim()
         ))),
         Err(e) => Err(pyo3::exceptions::PyValueError::new_err(format!(
             "attributes are not JSON: {e}"
@@ -271,7 +273,10 @@ impl PyArray {
                 spec = spec.dimension_names(names);
             }
             if let Some(text) = attributes_json {
-                spec = spec.attributes(attributes(text)?);
+                spec = spec
+                    .attributes_json(attributes(text)?)
+                    .map_err(shardwright::Error::from)
+                    .py()?;
             }
             spec.to_json().map_err(shardwright::Error::from).py()
         })
@@ -384,7 +389,9 @@ impl PyArray {
 
     #[getter]
     fn metadata_json(&self) -> PyResult<String> {
-        serde_json::to_string(self.inner.layout().metadata()).map_err(|e| error(e.to_string()))
+        let layout = self.inner.layout(); // as stored: attributes keep every digit
+        let parsed = || serde_json::to_string(layout.metadata()).map_err(|e| error(e.to_string()));
+        layout.json().map(str::to_string).map_or_else(parsed, Ok)
     }
 
     #[pyo3(signature = (within_region=None))]
@@ -463,7 +470,7 @@ impl PyArray {
         let replace = replace_json.map(attributes).transpose()?;
         let set = attributes(set_json)?;
         let inner = py
-            .detach(|| self.inner.update_attributes(replace, set, &remove))
+            .detach(|| self.inner.update_attributes_json(replace, set, &remove))
             .py()?;
         Ok(self.edited(inner))
     }

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use zarrs::array::DataType;
 use zarrs::metadata::v3::MetadataV3;
 
+use super::object_text::ObjectText;
 use super::{invalid, IndexLocation, Layout, LayoutError};
 
 /// The compressor of inner chunks in a new array.
@@ -97,6 +98,8 @@ pub struct ArraySpec {
     index_location: IndexLocation,
     dimension_names: Option<Vec<String>>,
     attributes: serde_json::Map<String, Value>,
+    /// The attributes as the text of a JSON object, stored as written.
+    attributes_json: Option<String>,
 }
 
 impl ArraySpec {
@@ -115,6 +118,7 @@ impl ArraySpec {
             index_location: IndexLocation::End,
             dimension_names: None,
             attributes: serde_json::Map::new(),
+            attributes_json: None,
         }
     }
 
@@ -164,7 +168,28 @@ impl ArraySpec {
     #[must_use]
     pub fn attributes(mut self, attributes: serde_json::Map<String, Value>) -> Self {
         self.attributes = attributes;
+        self.attributes_json = None;
         self
+    }
+
+    /// The array's user attributes as the text of a JSON object, stored as written (so
+    /// integers beyond 64 bits keep every digit); replaces [`attributes`](Self::attributes).
+    ///
+    /// ```
+    /// use shardwright::ArraySpec;
+    /// let spec = ArraySpec::new(vec![4], "uint8", vec![2]);
+    /// let json = spec.attributes_json(r#"{"big": 18446744073709551617}"#).unwrap().to_json().unwrap();
+    /// assert!(json.contains(r#""attributes": {"big": 18446744073709551617}"#));
+    /// ```
+    ///
+    /// # Errors
+    /// [`LayoutError::Invalid`] if `text` is not a JSON object.
+    pub fn attributes_json(mut self, text: &str) -> Result<Self, LayoutError> {
+        ObjectText::parse(text)
+            .map_err(|e| invalid(format!("attributes must be a JSON object: {e}")))?;
+        self.attributes = serde_json::Map::new();
+        self.attributes_json = Some(text.to_string());
+        Ok(self)
     }
 
     /// The `zarr.json` text of the array, checked by reading it back as a [`Layout`].
@@ -248,8 +273,12 @@ impl ArraySpec {
         if let (Some(names), Some(object)) = (&self.dimension_names, metadata.as_object_mut()) {
             object.insert("dimension_names".into(), json!(names));
         }
-        let text = serde_json::to_string_pretty(&metadata)
+        let mut text = serde_json::to_string_pretty(&metadata)
             .map_err(|e| LayoutError::Invalid(format!("metadata does not serialize: {e}")))?;
+        if let Some(attributes) = &self.attributes_json {
+            let members = ObjectText::parse(&text).map_err(invalid)?;
+            text = members.edit(&[("attributes".into(), attributes.clone())], &[], "");
+        }
         Layout::from_json(text.as_bytes())?;
         Ok(text)
     }

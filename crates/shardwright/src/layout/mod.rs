@@ -25,6 +25,7 @@
 //! ```
 
 mod create;
+pub(crate) mod object_text;
 mod parse;
 
 pub use create::{ArraySpec, Compressor};
@@ -118,6 +119,8 @@ pub(crate) struct ZstdSettings {
 #[derive(Debug, Clone)]
 pub struct Layout {
     metadata: ArrayMetadataV3,
+    /// The text of the `zarr.json` read, when read from one.
+    json: Option<Arc<str>>,
     shape: Vec<u64>,
     data_type: DataType,
     data_type_name: String,
@@ -157,7 +160,10 @@ impl Layout {
         }
         let metadata: ArrayMetadataV3 =
             serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-        Self::from_metadata(metadata)
+        let mut layout = Self::from_metadata(metadata)?;
+        // valid JSON is valid UTF-8
+        layout.json = std::str::from_utf8(json).ok().map(Arc::from);
+        Ok(layout)
     }
 
     /// Build a layout from parsed Zarr v3 array metadata.
@@ -263,6 +269,7 @@ impl Layout {
         };
         Ok(Self {
             metadata,
+            json: None,
             shape,
             data_type,
             data_type_name,
@@ -303,6 +310,20 @@ impl Layout {
     #[must_use]
     pub fn metadata(&self) -> &ArrayMetadataV3 {
         &self.metadata
+    }
+
+    /// The text of the `zarr.json` this layout was read from, as stored: its attributes
+    /// as written (integers beyond 64 bits included, which [`metadata`](Self::metadata)
+    /// holds as floats); `None` for a layout built from parsed metadata.
+    ///
+    /// ```
+    /// use shardwright::layout::{ArraySpec, Layout};
+    /// let json = ArraySpec::new(vec![4], "uint8", vec![2]).to_json().unwrap();
+    /// assert_eq!(Layout::from_json(json.as_bytes()).unwrap().json(), Some(json.as_str()));
+    /// ```
+    #[must_use]
+    pub fn json(&self) -> Option<&str> {
+        self.json.as_deref()
     }
 
     /// The array shape.
