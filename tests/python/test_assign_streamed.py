@@ -157,3 +157,32 @@ def test_a_failed_store_partway_leaves_each_shard_whole_and_starts_no_more() -> 
     store.reset()
     a[...] = new  # a retry writes it all
     assert np.array_equal(zarr.open_array(root, mode="r")[...], new)
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4), (1, 9, 1), (4, 0, 3)])
+@pytest.mark.parametrize("limit", [1, 3, 8, 24, 1000])
+def test_check_blocks_tile_the_array_once_within_the_limit(shape, limit) -> None:
+    from shardwright._oneshot import blocks
+
+    seen = np.zeros(shape, dtype=int)
+    for box in blocks(shape, 2, limit):
+        seen[box] += 1
+        assert seen[box].size * 2 <= max(limit, 2) or seen[box].size == 0
+    assert (seen == 1).all()
+
+
+def test_a_value_that_does_not_fit_is_found_in_any_check_block(monkeypatch, tmp_path) -> None:
+    import shardwright._oneshot as oneshot
+
+    monkeypatch.setattr(oneshot, "_CHECK_BYTES", 64)  # many blocks
+    a = sw.create(str(tmp_path / "a.zarr"), shape=(6, 40), dtype="int8", chunks=(2, 8))
+    data = np.arange(240, dtype="float64").reshape(6, 40) % 100
+    a[...] = data
+    bad = data + 1
+    bad[5, 33] = 0.5
+    bad[5, 39] = 1000
+    with pytest.raises(sw.DTypeError) as raised:
+        a[...] = bad
+    assert str(raised.value).startswith("value 0.5 at array coordinate (5, 33)")
+    assert "nor does 1 other value" in str(raised.value)
+    assert np.array_equal(a[...], data)  # nothing stored
