@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _pipeline
-from ._assign import cast_value, write_key, write_orthogonal, write_points
+from . import _oneshot, _pipeline
+from ._assign import write_key, write_orthogonal, write_points
 from ._cells import Cells
 from ._domain import Domain
 from ._errors import (
@@ -183,8 +183,9 @@ class Array(OpensOnFirstUse, ZarrNames):
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along ``axis`` by ``data``'s extent there and write ``data``
-        into the new part (one transaction: each touched shard stored once); returns the
-        new shape, as zarr-python's ``append``.
+        into the new part as ``a[...] = data`` writes (each touched shard stored once,
+        shard by shard from ``data``; refused data grows nothing); returns the new shape,
+        as zarr-python's ``append``.
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(0, 3), dtype="int16",
@@ -197,11 +198,10 @@ class Array(OpensOnFirstUse, ZarrNames):
         self._check_writable("append")
         axis, old, grown = appended_shape(data, axis, self._shape)
         part = tuple(g - o if d == axis else g for d, (g, o) in enumerate(zip(grown, self._shape)))
-        value = cast_value(data, self._dtype, part)  # refused data grows nothing
+        region = Domain([old if d == axis else 0 for d in range(self.ndim)], part)
+        value = _oneshot.prepare(data, self._dtype, part)  # refused data grows nothing
         self.resize(grown)
-        key = tuple(slice(old, None) if d == axis else slice(None) for d in range(self.ndim))
-        with self.transaction() as tx:
-            tx[key] = value
+        _oneshot.write_prepared(self, region, value)
         return self._shape
 
     def _within(self, within: Within) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -408,13 +408,17 @@ class Array(OpensOnFirstUse, ZarrNames):
         return VIndex(self)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Write ``value`` to ``a[key]`` as a one-shot transaction, the zarr-python habit
-        (any key ``a[key]`` reads: slices of any step, integer arrays, masks, a Domain):
-        each touched shard is stored once (merged, conditionally, with what is stored
-        where the key covers it in part). A refused key or value stores nothing; if
-        storage fails partway, the shards already stored stay (each one whole). For
-        many writes, one :meth:`transaction` or :meth:`write_shard` block stores each
-        shard once for all of them.
+        """Write ``value`` to ``a[key]``, the zarr-python habit (any key ``a[key]`` reads:
+        slices of any step, integer arrays, masks, a Domain): each touched shard is
+        stored once (merged, conditionally, with what is stored where the key covers it
+        in part). Every value is checked first: a refused key or value stores nothing.
+        For a box (integers, slices of step 1, a Domain) the shards are then written in
+        C order from ``value`` itself (cast or copied one inner chunk at a time), each
+        committed in the background while the next fills, in memory bounded by the
+        shards in flight, not by ``value``. Atomic per shard, not across shards: if
+        storage fails partway, no further shard is started and the shards already stored
+        stay (each one whole). For many writes, one :meth:`transaction` or
+        :meth:`write_shard` block stores each shard once for all of them.
 
         >>> import tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/s.zarr", shape=(4, 4), dtype="uint8",
@@ -425,11 +429,11 @@ class Array(OpensOnFirstUse, ZarrNames):
         [[1, 0, 0, 0], [7, 7, 7, 7]]
         """
         self._check_writable("assignment")
-        with self.transaction() as tx:
-            if isinstance(key, Domain) or is_plain(key):
-                tx[key] = value
-            else:  # integer arrays, masks, slice steps: as zarr-python's a[key] reads them
-                write_key(tx, self._dtype, self._shape, key, value)
+        if isinstance(key, Domain) or is_plain(key):
+            _oneshot.assign(self, key, value)
+            return
+        with self.transaction() as tx:  # integer arrays, masks, slice steps: as zarr-python's
+            write_key(tx, self._dtype, self._shape, key, value)
 
     def _write_selection(self, pointwise: bool, key: Any, value: Any) -> None:
         """``a.vindex[key] = value`` (``pointwise``) or ``a.oindex[key] = value``."""
