@@ -44,6 +44,9 @@ ruff check python tests benchmarks
 ruff format --check python tests benchmarks
 
 echo "== Rust tests"
+# The Rust tests that need moto's S3 server run it with this Python, and fail (rather than
+# skip, as they do on a machine without one) if it cannot.
+export SHARDWRIGHT_TEST_PYTHON="$PWD/.venv/bin/python" SHARDWRIGHT_REQUIRE_S3=1
 cargo nextest run --no-fail-fast
 cargo test --doc --quiet
 

@@ -49,10 +49,12 @@ def open(
     transactions, assignments, resizes and attribute changes raise
     :class:`ReadOnlyError`). ``storage_options``: object_store configuration keys
     (``endpoint``, ``region``, ``access_key_id``, ``secret_access_key``, ``allow_http``,
-    …; values are turned into strings); what is not given comes from the environment
-    (``AWS_*``, …). Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there
-    is no ``zarr.json``, :class:`NotAnArrayError` (one) for a Zarr group, naming the
-    arrays it holds, or a Zarr v2 array, :class:`UnsupportedError` naming an unsupported
+    …, in any case, with or without the service's prefix: ``AWS_REGION`` is ``region``;
+    values are turned into strings); what is not given comes from the environment
+    (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``, as object_store reads it; options win).
+    Raises :class:`ArrayNotFoundError` (a ``FileNotFoundError``) when there is no
+    ``zarr.json``, :class:`NotAnArrayError` (one) for a Zarr group, naming the arrays it
+    holds, or a Zarr v2 array, :class:`UnsupportedError` naming an unsupported
     codec, data type or URL scheme.
 
     >>> import tempfile, shardwright as sw

@@ -13,6 +13,8 @@ import shardwright as sw
 from shard_bytes import PRODUCERS
 
 if TYPE_CHECKING:  # imported by the fixtures only: moto takes 0.5 s to import
+    from collections.abc import Iterator
+
     import s3_server as s3
 
 
@@ -90,6 +92,29 @@ def producer(request) -> str:
 # --------------------------------------------------------------------------------------
 # object-store tests: moto's S3 on loopback, a bucket per test, the fault proxy
 # --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_cloud_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the credentials or settings of the shell that runs it (object_store
+    reads ``AWS_*``, ``GOOGLE_*`` and ``AZURE_*``); a test that wants some sets them."""
+    for name in list(os.environ):
+        if name.startswith(("AWS_", "GOOGLE_", "AZURE_")) or name in (
+            "SERVICE_ACCOUNT",
+            "MSI_ENDPOINT",
+        ):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def forbidding_endpoint() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` answering 403 to every request: the instance metadata
+    endpoint (``metadata_endpoint``) of a machine that is no EC2 instance, on loopback."""
+    import s3_server as s3
+
+    server = s3.ForbiddingServer()
+    yield server.endpoint
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -152,6 +152,43 @@ def read_objects(client: Any, bucket: str, prefix: str) -> dict[str, bytes]:
     }
 
 
+class _Forbid(BaseHTTPRequestHandler):
+    def _refuse(self) -> None:
+        body = b"Forbidden"
+        self.send_response(403)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _refuse
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class ForbiddingServer:
+    """An HTTP server on loopback that answers 403 to every request: the EC2 instance
+    metadata endpoint (``metadata_endpoint``) as a machine that is no instance answers,
+    without contacting ``169.254.169.254``."""
+
+    def __init__(self) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Forbid)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        """The server's URL, ``http://127.0.0.1:PORT``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
 # --------------------------------------------------------------------------------------
 # the proxy
 # --------------------------------------------------------------------------------------

@@ -181,6 +181,15 @@ def test_s3_credentials(s3_server, s3_bucket):
             sw.open(url, storage_options=options)  # "testing" is no IAM user's key
 
 
+def test_s3_no_credentials(s3_bucket, forbidding_endpoint):
+    bucket, options = s3_bucket
+    anonymous = {k: v for k, v in options.items() if "access_key" not in k}
+    # the instance metadata endpoint on loopback, answering 403 as off EC2
+    anonymous["metadata_endpoint"] = forbidding_endpoint
+    with expect("s3-no-credentials"):
+        sw.open(f"s3://{bucket}/a.zarr", storage_options=anonymous)
+
+
 def test_s3_places(s3_bucket):
     _, options = s3_bucket
     with expect("s3-no-bucket"):

@@ -23,8 +23,11 @@ impl ObjectStoreBackend {
     /// The store of `url` (`s3://bucket/path`, `gs://…`, `az://…`, `abfs://…`,
     /// `https://account.blob.core.windows.net/…`, `memory:///path`) and the path inside it.
     /// `options`: object_store configuration keys and values (`endpoint`, `region`,
-    /// `access_key_id`, `secret_access_key`, `allow_http`, …); anything not given comes from
-    /// the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as object_store reads it.
+    /// `access_key_id`, `secret_access_key`, `allow_http`, …, in any case, with or without
+    /// the service's prefix: `AWS_REGION`, `aws_region` and `region` are one key); anything
+    /// not given comes from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, as
+    /// object_store's `from_env` reads it), options winning over the environment. A request
+    /// that finds no credentials anywhere says so, and where they are looked for.
     /// Credentials go in `options` (or the environment), never in the URL. No message of
     /// the store repeats them ([`Redactor`]).
     ///
@@ -40,7 +43,11 @@ impl ObjectStoreBackend {
     /// [`StoreError::Config`] for a URL that is not an object store's or holds credentials
     /// (`user:password@`), or a configuration key or value object_store refuses.
     pub fn from_url(url: &str, options: &[(&str, &str)]) -> Result<(Self, String), StoreError> {
-        let redactor = Redactor::new(url, options);
+        // The environment's secrets too: object_store reads them (from_env).
+        let environment = environment();
+        let mut known: Vec<(&str, &str)> = options.to_vec();
+        known.extend(environment.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let redactor = Redactor::new(url, &known);
         let config = |message: String| StoreError::Config {
             url: redactor.redact(url),
             message: redactor.redact(&message),
@@ -108,8 +115,26 @@ impl ObjectStoreBackend {
 /// A store and its multipart calls (the same object twice).
 type Both = (Arc<dyn ObjectStore>, Arc<dyn MultipartStore>);
 
+/// The variables of the environment object_store's builders read (`from_env`: `AWS_*`,
+/// `GOOGLE_*`, `AZURE_*`, and GCS's `SERVICE_ACCOUNT`, Azure's `MSI_ENDPOINT`), whose
+/// secret values the messages must not repeat either.
+fn environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| {
+            ["AWS_", "GOOGLE_", "AZURE_"]
+                .iter()
+                .any(|p| k.starts_with(p))
+                || k == "SERVICE_ACCOUNT"
+                || k == "MSI_ENDPOINT"
+        })
+        .collect()
+}
+
 /// The store of `url` as its concrete type, for S3, GCS and Azure (`None` for other
-/// schemes), configured as object_store's `parse_url_opts` would (options already checked).
+/// schemes): the service's settings from the environment (object_store's `from_env`),
+/// then the URL's, then `options` (already checked), each over the ones before, as
+/// object_store's `parse_url_opts` would but with the environment read.
 fn build_multipart(
     url: &url::Url,
     options: &[(&str, &str)],
@@ -125,7 +150,8 @@ fn build_multipart(
     let store = match scheme {
         #[cfg(feature = "aws")]
         Scheme::AmazonS3 => {
-            let mut builder = object_store::aws::AmazonS3Builder::new().with_url(url.to_string());
+            let mut builder =
+                object_store::aws::AmazonS3Builder::from_env().with_url(url.to_string());
             for &(key, value) in options {
                 if let Ok(key) = lower(key).parse() {
                     builder = builder.with_config(key, value);
@@ -136,7 +162,7 @@ fn build_multipart(
         #[cfg(feature = "gcp")]
         Scheme::GoogleCloudStorage => {
             let mut builder =
-                object_store::gcp::GoogleCloudStorageBuilder::new().with_url(url.to_string());
+                object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.to_string());
             for &(key, value) in options {
                 if let Ok(key) = lower(key).parse() {
                     builder = builder.with_config(key, value);
@@ -147,7 +173,7 @@ fn build_multipart(
         #[cfg(feature = "azure")]
         Scheme::MicrosoftAzure => {
             let mut builder =
-                object_store::azure::MicrosoftAzureBuilder::new().with_url(url.to_string());
+                object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.to_string());
             for &(key, value) in options {
                 if let Ok(key) = lower(key).parse() {
                     builder = builder.with_config(key, value);
@@ -166,13 +192,20 @@ fn check_options(url: &url::Url, options: &[(&str, &str)]) -> Result<(), String>
     use object_store::ObjectStoreScheme as Scheme;
     let (scheme, _) = Scheme::parse(url).map_err(|e| e.to_string())?;
     for &(key, _) in options {
+        // object_store's keys are lower case; from_env lowercases the variables' names,
+        // and so do the builders here (`AWS_REGION`, `aws_region` and `region` alike)
+        let lower = key.to_ascii_lowercase();
         let known = match scheme {
             #[cfg(feature = "aws")]
-            Scheme::AmazonS3 => key.parse::<object_store::aws::AmazonS3ConfigKey>().is_ok(),
+            Scheme::AmazonS3 => lower
+                .parse::<object_store::aws::AmazonS3ConfigKey>()
+                .is_ok(),
             #[cfg(feature = "gcp")]
-            Scheme::GoogleCloudStorage => key.parse::<object_store::gcp::GoogleConfigKey>().is_ok(),
+            Scheme::GoogleCloudStorage => {
+                lower.parse::<object_store::gcp::GoogleConfigKey>().is_ok()
+            }
             #[cfg(feature = "azure")]
-            Scheme::MicrosoftAzure => key.parse::<object_store::azure::AzureConfigKey>().is_ok(),
+            Scheme::MicrosoftAzure => lower.parse::<object_store::azure::AzureConfigKey>().is_ok(),
             _ => false,
         };
         if !known {

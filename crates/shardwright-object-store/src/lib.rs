@@ -38,6 +38,7 @@
 //! ```
 
 mod abandoned;
+mod credentials;
 mod from_url;
 mod redact;
 mod runtime;
@@ -207,11 +208,17 @@ impl ObjectStoreBackend {
 }
 
 /// A [`StoreError::Io`] naming the store, the key and what the service said (object_store's
-/// message carries the HTTP method, URL and status), without credentials.
+/// message carries the HTTP method, URL and status), without credentials; the failure of
+/// the credential provider of last resort (the machine's metadata service) first says that
+/// no credentials were found, and where they are looked for.
 fn describe(url: &Named, key: &str, err: &object_store::Error) -> StoreError {
+    let message = match credentials::explain(url.as_str(), err) {
+        Some(missing) => url.says(format_args!("{missing}: {err}")),
+        None => url.says(err),
+    };
     StoreError::Io {
         key: key.to_string(),
-        message: url.says(err),
+        message,
     }
 }
 

@@ -236,6 +236,36 @@ fn urls_name_their_store_and_path() {
 }
 
 #[test]
+fn option_keys_are_accepted_in_every_spelling_object_store_reads() {
+    let cases: [(&str, &[(&str, &str)]); 3] = [
+        (
+            "s3://bucket/a.zarr",
+            &[
+                ("AWS_REGION", "us-east-1"),
+                ("Aws_Endpoint", "http://127.0.0.1:9"),
+                ("AWS_ALLOW_HTTP", "true"),
+                ("SKIP_SIGNATURE", "true"),
+            ],
+        ),
+        ("gs://bucket/a.zarr", &[("GOOGLE_SKIP_SIGNATURE", "true")]),
+        (
+            "az://container/a.zarr",
+            &[
+                ("AZURE_STORAGE_ACCOUNT_NAME", "account"),
+                ("Azure_Skip_Signature", "true"),
+            ],
+        ),
+    ];
+    for (url, options) in cases {
+        let made = ObjectStoreBackend::from_url(url, options);
+        assert!(made.is_ok(), "{url} {options:?}: {}", made.unwrap_err());
+    }
+    // an unknown key is refused as it was given
+    let bad = ObjectStoreBackend::from_url("s3://bucket/a", &[("AWS_NO_SUCH", "1")]);
+    assert!(bad.unwrap_err().to_string().contains("\"AWS_NO_SUCH\""));
+}
+
+#[test]
 fn urls_with_a_query_or_a_host_for_memory_and_root_deletes_are_refused() {
     for bad in ["s3://b/a.zarr?x=1", "s3://b/a#frag", "memory://host/a"] {
         let err = ObjectStoreBackend::from_url(bad, &[]).unwrap_err();
