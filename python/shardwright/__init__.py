@@ -20,6 +20,7 @@ from . import (
 )
 from ._array import Array
 from ._check import CheckReport, check
+from ._check_group import GroupCheckReport
 from ._domain import Domain
 from ._errors import (
     ArrayNotFoundError,
@@ -76,6 +77,7 @@ __all__ = [
     "CorruptShardError",
     "DTypeError",
     "Domain",
+    "GroupCheckReport",
     "Levels",
     "NotAnArrayError",
     "NotDurableError",

@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._array import Array
@@ -186,6 +186,10 @@ def _report(text: str) -> CheckReport:
     )
 
 
+if TYPE_CHECKING:
+    from ._check_group import GroupCheckReport
+
+
 def check(
     target: str | os.PathLike[str] | Any,
     *,
@@ -193,7 +197,7 @@ def check(
     repair: bool = False,
     progress: bool | Callable[[dict[str, Any]], Any] = False,
     storage_options: Mapping[str, Any] | None = None,
-) -> CheckReport:
+) -> CheckReport | GroupCheckReport:
     """Check every stored shard of the array ``target`` (a path, an object-store URL, a
     ``zarr.Array`` or a shardwright :class:`Array`), whatever wrote it: each shard's index
     (long enough, its CRC-32C checksum, every entry the empty marker or a byte range inside
@@ -213,6 +217,10 @@ def check(
     ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
     raises for a target that is not an array, :class:`ReadOnlyError` for ``repair`` on an
     array opened read-only.
+
+    A local Zarr group or OME-Zarr image (its folder) is checked array by array (an
+    image's levels, nested groups): the result is a :class:`GroupCheckReport` holding one
+    :class:`CheckReport` per array, ``ok`` only if all of them are.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> path = tempfile.mkdtemp() + "/a.zarr"
@@ -235,8 +243,14 @@ def check(
             raise TypeError("storage_options are for URLs; an opened Array has its store")
         array = target
     else:
+        from ._check_group import check_group, group_folder
         from ._open import open as open_array
 
+        group = group_folder(target, storage_options)
+        if group is not None:
+            return check_group(
+                group, lambda p: check(p, quick=quick, repair=repair, progress=progress)
+            )
         mode = "r+" if repair else "r"
         array = open_array(target, storage_options=storage_options, mode=mode)
     if repair and array.read_only:

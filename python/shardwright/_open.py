@@ -122,9 +122,25 @@ def _group_error(where: str) -> Iterator[None]:
         raise
 
 
+def not_a_folder(path: Path) -> NotAnArrayError:
+    """The error for a file (a TIFF, say) named where an array's folder was expected, with
+    how to convert it.
+
+    >>> print(not_a_folder(Path("stack.tif")))  # doctest: +ELLIPSIS
+    'stack.tif' is a file, not a Zarr array (a folder holding zarr.json or .zarray); ...
+    """
+    return NotAnArrayError(
+        f"'{path}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); to "
+        "convert a TIFF, read it with tifffile and pass the array to sw.copy or sw.pyramid "
+        "(e.g. sw.pyramid(tifffile.memmap(path), ...) for an uncompressed TIFF)"
+    )
+
+
 def _refuse_what_is_not_an_array(folder: Path) -> None:
     """A clear error for a local folder holding no Zarr v3 array: a group (naming its
-    arrays), a Zarr v2 array or group, or nothing."""
+    arrays), a Zarr v2 array or group, a file, or nothing."""
+    if folder.is_file():
+        raise not_a_folder(folder)
     metadata = folder / "zarr.json"
     if metadata.is_file():
         try:

@@ -104,6 +104,10 @@ def _source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
     if where.url is not None:
         return _core.Source.open_url(where.url, where.options)
     assert where.path is not None
+    if where.path.is_file():
+        from ._open import not_a_folder
+
+        raise not_a_folder(where.path)
     return _core.Source.open_path(str(where.path))
 
 

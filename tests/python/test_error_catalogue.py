@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import os
 import re
 import subprocess
 import sys
@@ -88,14 +89,24 @@ def test_the_alloc_error_example_is_what_it_prints():
 
 def test_the_cli_exit_statuses_are_the_documented_ones(capfd):
     """0, 1 and 2 are every command's statuses (1 and 2 are made by the catalogue's cli
-    cases, in this process), 3 and 4 ``check``'s (made by tests/python/test_check.py); the
-    console script's process exits with what ``main`` returns."""
+    cases, in this process), 3 and 4 ``check``'s (made by tests/python/test_check.py), 130
+    an interrupted command's (made by tests/python/test_cli_interrupt.py), 141 a closed
+    stdout's (made here); the console script's process exits with what ``main`` returns."""
     statuses = {row["status"] for row in TABLES["The command line: exit statuses"]}
-    assert statuses == {"0", "1", "2", "3", "4"}
+    assert statuses == {"0", "1", "2", "3", "4", "130", "141"}
     assert _cli.main(["--version"]) == 0
     assert capfd.readouterr().out.startswith("shardwright ")
     run = subprocess.run([sys.executable, "-m", "shardwright", "nope"], capture_output=True)
     assert run.returncode == 2, run.stderr
+    read, write = os.pipe()
+    os.close(read)  # the reader went away: the first line written fails (EPIPE)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "shardwright", "--version"], stdout=write, stderr=subprocess.PIPE
+        )
+    finally:
+        os.close(write)
+    assert run.returncode == 141 and b"panic" not in run.stderr, run.stderr
 
 
 # --------------------------------------------------------------------------------------

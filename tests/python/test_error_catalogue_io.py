@@ -299,6 +299,17 @@ def test_copy_arguments(a, tmp_path):
         sw.copy(a.path, tmp_path / "c.zarr", chunks=(3, 3), shards=(8, 8))
     with expect("copy-missing"):
         sw.copy(tmp_path / "nope.zarr", tmp_path / "c.zarr")
+    tif = tmp_path / "stack.tif"
+    tif.write_bytes(b"II*\x00")
+    for convert in (sw.copy, lambda s, d: sw.pyramid(s, d, factors=(2, 2))):
+        with expect("copy-file"):
+            convert(tif, tmp_path / "c.zarr")
+    with expect("copy-file"):
+        sw.open(tif)
+    (tmp_path / "empty.zarr").mkdir()
+    (tmp_path / "empty.zarr" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    with expect("check-empty-group"):
+        sw.check(tmp_path / "empty.zarr")
     assert (Path(a.path) / "zarr.json").is_file()
 
 
@@ -328,6 +339,16 @@ def test_cli(a, tmp_path, capfd):
     expect_cli("cli-missing-argument", capfd, "info")
     expect_cli("cli-unknown-option", capfd, "info", "--bogus", a.path)
     expect_cli("cli-missing-array", capfd, "copy", tmp_path / "nope.zarr", tmp_path / "o.zarr")
+    expect_cli("cli-missing-array", capfd, "info", tmp_path / "nope.zarr")
+    tif = tmp_path / "stack.tif"
+    tif.write_bytes(b"II*\x00")
+    for command in ("info", "check"):
+        expect_cli("cli-file", capfd, command, tif)
+    expect_cli("cli-file", capfd, "copy", tif, tmp_path / "o.zarr")
+    empty = tmp_path / "empty.zarr"
+    empty.mkdir()
+    (empty / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    expect_cli("cli-check-empty-group", capfd, "check", empty)
     image = tmp_path / "img.zarr"
     expect_cli("cli-factors", capfd, "pyramid", a.path, image, "--factors", "x,y")
     expect_cli("cli-levels", capfd, "pyramid", a.path, image, "--factors", "2,2", "--levels", "0")

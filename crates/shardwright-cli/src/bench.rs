@@ -11,6 +11,7 @@ use shardwright::{Array, ArraySpec, Compressor, Domain, FilesystemStore};
 
 use crate::data::chunk_bytes;
 use crate::memory;
+use crate::output::out;
 use crate::parse_shape;
 
 #[derive(clap::Args)]
@@ -137,7 +138,7 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let chunks: Vec<Domain> = scratch.chunk_grid().cells().collect();
     let raw_mib = scratch.bounds().size() as f64 * 2.0 / (1 << 20) as f64;
     let threads = rayon::current_num_threads();
-    println!(
+    out!(
         "workload: uint16 {shape:?} = {raw_mib:.0} MiB, shards {:?}, inner chunks {:?}, zstd {}, \
          {threads} encoder threads, data computed per chunk; medians of {}",
         scratch.layout().shard_shape(),
@@ -161,16 +162,16 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let ratio = limit_s / ours_s;
     let ratio_bg = limit_s / ours_bg_s;
     let stored_mib = ours[0].stored_bytes as f64 / (1 << 20) as f64;
-    println!("| case | wall s | MiB/s | % of compressor-alone | peak RSS growth MiB |");
-    println!("|---|---|---|---|---|");
-    println!("| compute + zstd alone, {threads} threads (the limit) | {limit_s:.2} | {:.0} | 100% | {limit_mem:.0} |", raw_mib / limit_s);
-    println!(
+    out!("| case | wall s | MiB/s | % of compressor-alone | peak RSS growth MiB |");
+    out!("|---|---|---|---|---|");
+    out!("| compute + zstd alone, {threads} threads (the limit) | {limit_s:.2} | {:.0} | 100% | {limit_mem:.0} |", raw_mib / limit_s);
+    out!(
         "| shardwright loop, `commit()` | {ours_s:.2} | {:.0} | {:.0}% | {ours_mem:.0} |",
         raw_mib / ours_s,
         100.0 * ratio
     );
-    println!("| shardwright loop, `commit_background()` | {ours_bg_s:.2} | {:.0} | {:.0}% | {ours_bg_mem:.0} |", raw_mib / ours_bg_s, 100.0 * ratio_bg);
-    println!(
+    out!("| shardwright loop, `commit_background()` | {ours_bg_s:.2} | {:.0} | {:.0}% | {ours_bg_mem:.0} |", raw_mib / ours_bg_s, 100.0 * ratio_bg);
+    out!(
         "stored {stored_mib:.1} MiB ({:.2}× compression); one encoded shard ≈ {:.1} MiB",
         raw_mib / stored_mib,
         stored_mib / scratch.shard_grid().len() as f64

@@ -8,8 +8,10 @@ use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::Method;
 use shardwright::Compressor;
 
+use crate::interrupt::Interrupted;
 use crate::location::{self, Location};
 use crate::progress::Shown;
+use crate::Job;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -202,7 +204,7 @@ pub(crate) fn last_part(text: &str) -> Option<String> {
         .map(String::from)
 }
 
-pub(crate) fn pyramid(args: &PyramidArgs) -> Result<(), Failure> {
+pub(crate) fn pyramid(args: &PyramidArgs, job: &Job) -> Result<(), Failure> {
     let method: Method = args.method.parse()?;
     let request = PlanRequest {
         factors: numbers(&args.factors, "factors")?,
@@ -210,15 +212,16 @@ pub(crate) fn pyramid(args: &PyramidArgs) -> Result<(), Failure> {
         method: Some(method),
         ..Default::default()
     };
-    run(&args.common, request, true)
+    run(&args.common, request, true, job)
 }
 
-pub(crate) fn copy(args: &CopyArgs) -> Result<(), Failure> {
-    run(&args.common, PlanRequest::default(), false)
+pub(crate) fn copy(args: &CopyArgs, job: &Job) -> Result<(), Failure> {
+    run(&args.common, PlanRequest::default(), false, job)
 }
 
-/// Build a pyramid (`as_pyramid`) or a copy with `request`, showing progress.
-fn run(common: &Common, request: PlanRequest, as_pyramid: bool) -> Result<(), Failure> {
+/// Build a pyramid (`as_pyramid`) or a copy with `request`, showing progress; stop when
+/// `job` says so (the build's writers abort their uploads and remove their temporary files).
+fn run(common: &Common, request: PlanRequest, as_pyramid: bool, job: &Job) -> Result<(), Failure> {
     let (source, dest, options) = prepare(common, request, as_pyramid)?;
     let mut shown = Shown::new(common.quiet);
     let (what, build): (&str, BuildFn) = if as_pyramid {
@@ -226,17 +229,21 @@ fn run(common: &Common, request: PlanRequest, as_pyramid: bool) -> Result<(), Fa
     } else {
         ("copy", build::copy)
     };
-    let report = build(
+    let built = build(
         source.as_ref(),
         dest.store.clone(),
         &dest.path,
         &options,
         &mut |p| {
             shown.update(p);
-            true
+            !job.stop()
         },
-    )?;
-    shown.finish(what, &report);
+    );
+    shown.clear();
+    if job.stopped() {
+        return Err(Interrupted("rerun with --resume").into());
+    }
+    shown.finish(what, &built?)?;
     Ok(())
 }
 

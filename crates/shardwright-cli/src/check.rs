@@ -12,8 +12,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use shardwright::check::{self, CheckOptions, CheckProgress, CheckReport};
 use shardwright::{Array, ErrorKind};
 
+use crate::interrupt::Interrupted;
 use crate::location::{self, Location};
+use crate::members;
 use crate::memory;
+use crate::output::{out, say};
+use crate::Job;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -31,7 +35,8 @@ pub(crate) const REPAIRED: i32 = 4;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The array's folder (holding zarr.json) or an object-store URL.
+    /// The array's folder (holding zarr.json) or an object-store URL; for a Zarr group or
+    /// an OME-Zarr image, every array in it is checked.
     path: String,
     /// Check the shard indexes only (length, checksum, byte ranges): read each shard's
     /// index, decode no chunk.
@@ -53,15 +58,9 @@ pub(crate) struct Args {
     quiet: bool,
 }
 
-/// Run the check; returns the exit status (errors are printed on stderr).
-pub(crate) fn run(args: &Args) -> i32 {
-    match checked(args) {
-        Ok(report) => status(&report),
-        Err(err) => {
-            eprintln!("shardwright: error: {err}");
-            FAILED
-        }
-    }
+/// Run the check; returns the exit status ([`FAILED`] is the caller's, for an error).
+pub(crate) fn run(args: &Args, job: &Job) -> Result<i32, Failure> {
+    checked(args, job)
 }
 
 /// The exit status for `report`.
@@ -75,61 +74,115 @@ fn status(report: &CheckReport) -> i32 {
     }
 }
 
-fn open(args: &Args) -> Result<Array, Failure> {
-    let options = location::options(&args.storage_options)?;
-    let location = Location::parse(&args.path, &options)?;
-    let key = shardwright::store::join(&location.path, "zarr.json");
-    let metadata = location
-        .store
-        .get(&key)?
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    if metadata.as_ref().is_some_and(|m| m["node_type"] == "group") {
-        return Err(format!(
-            "'{}' is a Zarr group, not an array; check each of its arrays, e.g. '{}/0'",
-            args.path,
-            args.path.trim_end_matches('/')
-        )
-        .into());
-    }
+/// The array at `path` in `location`'s store (`text` names it in messages).
+fn open(location: &Location, path: &str, text: &str) -> Result<Array, Failure> {
     if location
         .folder
         .as_ref()
-        .is_some_and(|f| f.join(".zarray").exists())
+        .is_some_and(|f| f.join(path).join(".zarray").exists())
     {
         return Err(format!(
-            "'{}' is a Zarr v2 array; check reads Zarr v3 arrays (copy it with `shardwright \
-             copy` to make one)",
-            args.path
+            "'{text}' is a Zarr v2 array; check reads Zarr v3 arrays (copy it with `shardwright \
+             copy` to make one)"
         )
         .into());
     }
-    Array::open(Arc::clone(&location.store), &location.path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => {
-            format!("no Zarr array at '{}' (no zarr.json there)", args.path).into()
-        }
+    Array::open(Arc::clone(&location.store), path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => format!("no Zarr array at '{text}' (no zarr.json there)").into(),
         _ => Failure::from(e),
     })
 }
 
-fn checked(args: &Args) -> Result<CheckReport, Failure> {
-    let array = open(args)?;
+/// Check the array at `args.path`, or every array of the group (an OME-Zarr image's
+/// levels, nested groups) there; print the reports; return the exit status (damage left
+/// anywhere: [`DAMAGED`]; else repaired anywhere: [`REPAIRED`]).
+fn checked(args: &Args, job: &Job) -> Result<i32, Failure> {
+    let options = location::options(&args.storage_options)?;
+    let location = Location::parse(&args.path, &options)?;
+    if let Some(err) = location.not_an_array() {
+        return Err(err);
+    }
+    let Some(members) = members::arrays(&location)? else {
+        let array = open(&location, &location.path, &args.path)?;
+        let report = check_one(&array, args, job)?;
+        if args.json {
+            out!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        } else {
+            for line in describe(&report) {
+                out!("{line}");
+            }
+            out!("{}", summary(&report));
+        }
+        return Ok(status(&report));
+    };
+    if members.is_empty() {
+        return Err(format!("'{}' is a Zarr group holding no arrays to check", args.path).into());
+    }
+    let mut statuses = Vec::new();
+    let mut json = Vec::new();
+    for member in &members {
+        let text = format!("{}/{member}", args.path.trim_end_matches('/'));
+        let path = shardwright::store::join(&location.path, member);
+        let report = check_one(&open(&location, &path, &text)?, args, job)?;
+        statuses.push(status(&report));
+        if args.json {
+            let mut entry = report.to_json();
+            entry["path"] = member.as_str().into();
+            json.push(entry);
+        } else {
+            out!("array '{member}':");
+            for line in describe(&report) {
+                out!("  {line}");
+            }
+            out!("  {}", summary(&report));
+        }
+    }
+    let damaged = statuses.iter().filter(|&&s| s != CLEAN).count();
+    let status = if statuses.contains(&DAMAGED) {
+        DAMAGED
+    } else if statuses.contains(&REPAIRED) {
+        REPAIRED
+    } else {
+        CLEAN
+    };
+    if args.json {
+        let group = serde_json::json!({ "ok": damaged == 0, "arrays": json });
+        out!("{}", serde_json::to_string_pretty(&group)?);
+    } else {
+        let what = match status {
+            CLEAN => "no damage",
+            REPAIRED => "all damage repaired",
+            _ => "damage left",
+        };
+        out!(
+            "check: {} arrays in '{}', {damaged} with damage: {what}",
+            members.len(),
+            args.path
+        );
+    }
+    Ok(status)
+}
+
+/// Check one array, showing progress; an interruption is [`Interrupted`].
+fn check_one(array: &Array, args: &Args, job: &Job) -> Result<CheckReport, Failure> {
     let options = CheckOptions {
         quick: args.quick,
         repair: args.repair,
     };
     let mut shown = Shown::new(args.quiet || args.json);
-    let report = check::check(&array, &options, &mut |p| {
+    let report = check::check(array, &options, &mut |p| {
         shown.update(p);
-        true
+        !job.stop()
     })?;
     shown.clear();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
-    } else {
-        for line in describe(&report) {
-            println!("{line}");
-        }
-        println!("{}", summary(&report));
+    if !report.complete {
+        return Err(Interrupted(if args.repair {
+            "the check stopped part way (the shards repaired so far stay repaired); run it \
+             again"
+        } else {
+            "the check stopped part way; run it again"
+        })
+        .into());
     }
     Ok(report)
 }
@@ -237,7 +290,7 @@ impl Shown {
                 || p.shards_done == p.shards_total)
         {
             self.last_line = Instant::now();
-            eprintln!(
+            say!(
                 "{}/{} shards ({:.0}%), {} damaged, {:.1} MiB read, {rate:.0} MiB/s",
                 p.shards_done,
                 p.shards_total,

@@ -15,8 +15,11 @@ use shardwright::pyramid::Method;
 use shardwright::{Array, ArraySpec, CommitStats, Compressor, Domain, FilesystemStore};
 
 use crate::data::chunk_bytes;
+use crate::interrupt::Interrupted;
+use crate::output::out;
 use crate::parse_shape;
 use crate::progress::Shown;
+use crate::Job;
 
 const MIB: f64 = (1 << 20) as f64;
 
@@ -43,7 +46,8 @@ pub(crate) struct Args {
 
 const FACTORS: [u64; 5] = [1, 1, 2, 2, 2];
 
-pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+/// Run the demo; the temporary folder (no DIR given) is removed however it ends.
+pub(crate) fn run(args: &Args, job: &Job) -> Result<(), Box<dyn std::error::Error>> {
     let shape = parse_shape(&args.shape, 5)?;
     let shards = parse_shape(&args.shards, 5)?;
     let chunks = parse_shape(&args.chunks, 5)?;
@@ -59,8 +63,26 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    let store = Arc::new(FilesystemStore::new(&folder));
-    let volume = write_volume(&store, &shape, &shards, &chunks)?;
+    let result = demo(args, job, &folder, [&shape, &shards, &chunks]);
+    if args.dir.is_none() && folder.exists() {
+        std::fs::remove_dir_all(&folder)?;
+    }
+    if job.stopped() {
+        return Err(Interrupted("the demo stopped").into());
+    }
+    result
+}
+
+/// Write the volume of `shapes` (shape, shards, chunks) in `folder`, build its pyramid,
+/// verify it.
+fn demo(
+    args: &Args,
+    job: &Job,
+    folder: &std::path::Path,
+    [shape, shards, chunks]: [&Vec<u64>; 3],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Arc::new(FilesystemStore::new(folder));
+    let volume = write_volume(&store, shape, shards, chunks, job)?;
 
     let request = PlanRequest {
         factors: FACTORS.to_vec(),
@@ -79,24 +101,24 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         &options,
         &mut |p| {
             shown.update(p);
-            true
+            !job.stop()
         },
-    )?;
-    shown.finish("pyramid", &report);
+    );
+    shown.clear();
+    let report = report?;
+    shown.finish("pyramid", &report)?;
 
     let started = Instant::now();
     for k in 0..report.levels.len() {
         verify_level(&report.levels, k)?;
     }
-    println!(
+    out!(
         "verified: every element of the {} levels equals the reference ({:.1} s)",
         report.levels.len(),
         started.elapsed().as_secs_f64()
     );
-    if args.dir.is_none() {
-        std::fs::remove_dir_all(&folder)?;
-    } else {
-        println!(
+    if args.dir.is_some() {
+        out!(
             "the image stays at {}; open it with zarr.open_group({:?}) or `shardwright info`",
             folder.join("pyramid.zarr").display(),
             folder.join("pyramid.zarr")
@@ -111,6 +133,7 @@ fn write_volume(
     shape: &[u64],
     shards: &[u64],
     chunks: &[u64],
+    job: &Job,
 ) -> Result<Array, Box<dyn std::error::Error>> {
     let names = ["t", "c", "z", "y", "x"].map(String::from).to_vec();
     let spec = ArraySpec::new(shape.to_vec(), "uint16", chunks.to_vec())
@@ -121,6 +144,9 @@ fn write_volume(
     let started = Instant::now();
     let mut total = CommitStats::default();
     for shard in array.shards() {
+        if job.stop() {
+            return Err(Interrupted("the demo stopped").into());
+        }
         let writer = array.shard_writer(&shard)?;
         for chunk in writer.inner_chunks() {
             writer.write_chunk_owned(&chunk, chunk_bytes(&chunk))?;
@@ -128,7 +154,7 @@ fn write_volume(
         total += writer.commit()?;
     }
     let raw = array.bounds().size() as f64 * 2.0 / MIB;
-    println!(
+    out!(
         "volume: {shape:?} uint16 ({raw:.0} MiB) written in {:.2} s: {} shards, {} puts, {} \
          gets, {:.1} MiB stored",
         started.elapsed().as_secs_f64(),

@@ -9,6 +9,7 @@ use shardwright::store::join;
 use shardwright::Array;
 
 use crate::location::{self, Location};
+use crate::output::out;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -26,6 +27,9 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> Result<(), Failure> {
     let options = location::options(&args.storage_options)?;
     let location = Location::parse(&args.path, &options)?;
+    if let Some(err) = location.not_an_array() {
+        return Err(err);
+    }
     let metadata = location
         .store
         .get(&join(&location.path, "zarr.json"))?
@@ -33,7 +37,7 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
     if let Some(group) = metadata.as_ref().filter(|m| m["node_type"] == "group") {
         return describe_group(&location, group, &options);
     }
-    println!("path:          {}", args.path);
+    out!("path:          {}", args.path);
     describe_array(&location, &options)
 }
 
@@ -44,7 +48,7 @@ fn describe_group(
 ) -> Result<(), Failure> {
     let ome = &group["attributes"]["ome"];
     let Some(multiscale) = ome["multiscales"].get(0) else {
-        println!(
+        out!(
             "path:          {} (a Zarr group, not an OME-Zarr image)",
             location.text
         );
@@ -62,7 +66,7 @@ fn describe_group(
         .as_array()
         .cloned()
         .unwrap_or_default();
-    println!(
+    out!(
         "image:         {} (OME-Zarr {}, '{}'), axes {:?}, {} levels",
         location.text,
         ome["version"].as_str().unwrap_or("?"),
@@ -73,7 +77,7 @@ fn describe_group(
     for dataset in datasets {
         let path = dataset["path"].as_str().unwrap_or("?");
         let scale = &dataset["coordinateTransformations"][0]["scale"];
-        println!("\nlevel {path} (scale {scale}):");
+        out!("\nlevel {path} (scale {scale}):");
         let text = format!("{}/{path}", location.text.trim_end_matches('/'));
         describe_array(&Location::parse(&text, options)?, options)?;
     }
@@ -87,8 +91,8 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
         Err(e) => return Err(e.into()),
     };
     let layout = array.layout();
-    println!("shape:         {:?}", layout.shape());
-    println!(
+    out!("shape:         {:?}", layout.shape());
+    out!(
         "data type:     {} (fill value {})",
         layout.data_type_name(),
         layout.metadata().fill_value
@@ -98,12 +102,12 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
             .iter()
             .map(|n| n.clone().unwrap_or_default())
             .collect();
-        println!("dimensions:    {names:?}");
+        out!("dimensions:    {names:?}");
     }
     let codecs = serde_json::to_string(&layout.metadata().codecs)?;
     let Some(index) = layout.index() else {
-        println!("chunks:        {:?} (not sharded)", layout.chunk_shape());
-        println!("codecs:        {codecs}");
+        out!("chunks:        {:?} (not sharded)", layout.chunk_shape());
+        out!("codecs:        {codecs}");
         let (mut stored, mut bytes) = (0u64, 0u64);
         for chunk in array.shards() {
             if let Some(size) = array
@@ -114,7 +118,7 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
                 bytes += size;
             }
         }
-        println!(
+        out!(
             "stored:        {stored} of {} chunks, {:.1} MiB; {} empty (the fill value)",
             array.shard_grid().len(),
             bytes as f64 / MIB,
@@ -122,23 +126,23 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
         );
         return Ok(());
     };
-    println!(
+    out!(
         "shards:        {:?} ({} of them)",
         layout.shard_shape(),
         array.shard_grid().len()
     );
-    println!(
+    out!(
         "inner chunks:  {:?} ({} per shard, {} in all)",
         layout.chunk_shape(),
         layout.slots_per_shard(),
         array.chunk_grid().len()
     );
-    println!(
+    out!(
         "index:         at the {:?}, {} bytes",
         index.location(),
         index.encoded_size()
     );
-    println!("codecs:        {codecs}");
+    out!("codecs:        {codecs}");
     let (mut stored, mut bytes, mut chunks_stored) = (0u64, 0u64, 0u64);
     for shard_domain in array.shards() {
         let key = array.shard_key(shard_domain.index().expect("indexed"));
@@ -159,7 +163,7 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
         chunks_stored += ranges.iter().filter(|r| r.is_some()).count() as u64;
     }
     let total = array.chunk_grid().len();
-    println!(
+    out!(
         "stored:        {stored} of {} shards, {:.1} MiB; inner chunks: {chunks_stored} of \
          {total} stored, {} empty (the fill value)",
         array.shard_grid().len(),
@@ -184,21 +188,21 @@ fn describe_other(
         ("Zarr v3", std::fs::read(folder.join("zarr.json"))?)
     };
     let json: Value = serde_json::from_slice(&metadata)?;
-    println!("format:        {format} (readable; shardwright writes it with `shardwright copy`)");
-    println!("shape:         {:?}", source.shape());
-    println!("data type:     {}", source.data_type());
+    out!("format:        {format} (readable; shardwright writes it with `shardwright copy`)");
+    out!("shape:         {:?}", source.shape());
+    out!("data type:     {}", source.data_type());
     let chunks = if format == "Zarr v2" {
         json["chunks"].clone()
     } else {
         json["chunk_grid"]["configuration"]["chunk_shape"].clone()
     };
-    println!("chunks:        {chunks}");
+    out!("chunks:        {chunks}");
     let codecs = if format == "Zarr v2" {
         serde_json::json!({ "compressor": json["compressor"], "filters": json["filters"] })
     } else {
         json["codecs"].clone()
     };
-    println!("codecs:        {codecs}");
+    out!("codecs:        {codecs}");
     let total: u64 = source
         .shape()
         .iter()
@@ -206,7 +210,7 @@ fn describe_other(
         .map(|(n, c)| n.div_ceil(c.as_u64().unwrap_or(1).max(1)))
         .product();
     let stored = count_files(folder)?;
-    println!(
+    out!(
         "stored:        {stored} of {total} chunks; {} empty (the fill value)",
         total.saturating_sub(stored)
     );

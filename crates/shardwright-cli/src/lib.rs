@@ -15,11 +15,18 @@ mod check;
 mod data;
 mod demo;
 mod info;
+mod interrupt;
 mod location;
+mod members;
 mod memory;
+mod output;
 mod progress;
 
+use std::cell::Cell;
 use std::ffi::OsString;
+
+pub use interrupt::{Interrupts, INTERRUPTED};
+use output::say;
 
 use clap::{Parser, Subcommand};
 
@@ -48,8 +55,9 @@ enum Command {
     Copy(build::CopyArgs),
     /// Benchmark chunk-by-chunk writing against compressing the same chunks alone.
     Bench(bench::Args),
-    /// Verify every stored shard of the array at PATH (index checksum, byte ranges, every
-    /// inner chunk decoded) and report the damaged ones; --repair mends them. Exit status:
+    /// Verify every stored shard of the array at PATH, or of every array of the group or
+    /// OME-Zarr image there (index checksum, byte ranges, every inner chunk decoded) and
+    /// report the damaged ones; --repair mends them. Exit status:
     /// 0 no damage, 1 the check could not run, 3 damage found, 4 all damage repaired.
     Check(check::Args),
 }
@@ -58,7 +66,9 @@ enum Command {
 /// 0 on success, 1 when the command failed (the error is printed on stderr), 2 for a
 /// command line that does not parse (clap's message on stderr; `--help` and `--version`
 /// print on stdout and return 0; `check` adds 3 for damage found and 4 for damage found
-/// and all of it repaired). Never exits the process.
+/// and all of it repaired), 130 when interrupted (see [`run_with`]), 141 when stdout was
+/// closed before the output ended (`shardwright info x.zarr | head -1`: the command stops
+/// quietly). Never exits the process; catches no signal.
 ///
 /// ```
 /// assert_eq!(shardwright_cli::run(["shardwright", "--version"]), 0);
@@ -69,27 +79,84 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_with(args, Interrupts::Ignore)
+}
+
+/// [`run`], stopping `pyramid`, `copy`, `check` and `demo` cleanly when `interrupts` says
+/// so: no new shard is started, uploads under way are aborted and their temporary files
+/// removed, "interrupted: …" is printed on stderr and the code is [`INTERRUPTED`] (130).
+///
+/// ```
+/// use shardwright_cli::{run_with, Interrupts};
+/// assert_eq!(run_with(["shardwright", "--version"], Interrupts::Poll(&|| false)), 0);
+/// ```
+pub fn run_with<I, T>(args: I, interrupts: Interrupts<'_>) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
-            return err.exit_code();
+            return match err.print() {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => output::CLOSED,
+                _ => err.exit_code(),
+            };
         }
+    };
+    let job = Job {
+        interrupts,
+        stopped: Cell::new(false),
     };
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
-        Command::Info(args) => info::run(&args),
-        Command::Pyramid(args) => build::pyramid(&args),
-        Command::Copy(args) => build::copy(&args),
-        Command::Bench(args) => bench::run(&args),
-        Command::Check(args) => return check::run(&args),
+        Command::Demo(args) => job.long(|| demo::run(&args, &job)).map(|()| 0),
+        Command::Info(args) => info::run(&args).map(|()| 0),
+        Command::Pyramid(args) => job.long(|| build::pyramid(&args, &job)).map(|()| 0),
+        Command::Copy(args) => job.long(|| build::copy(&args, &job)).map(|()| 0),
+        Command::Bench(args) => bench::run(&args).map(|()| 0),
+        Command::Check(args) => job.long(|| check::run(&args, &job)),
     };
     match result {
-        Ok(()) => 0,
-        Err(err) => {
-            eprintln!("shardwright: error: {err}");
-            1
+        Ok(code) => code,
+        Err(err) if output::is_closed(err.as_ref()) => output::CLOSED,
+        Err(err) if err.is::<interrupt::Interrupted>() => {
+            say!("{err}");
+            INTERRUPTED
         }
+        Err(err) => {
+            say!("shardwright: error: {err}");
+            check::FAILED
+        }
+    }
+}
+
+/// A running command's view of the interruptions.
+pub(crate) struct Job<'a> {
+    interrupts: Interrupts<'a>,
+    /// Whether [`Job::stop`] said to stop.
+    stopped: Cell<bool>,
+}
+
+impl Job<'_> {
+    /// Run a long command, listening to interruptions while it runs.
+    fn long<R>(&self, command: impl FnOnce() -> R) -> R {
+        self.interrupts.arm();
+        let result = command();
+        self.interrupts.disarm();
+        result
+    }
+
+    /// Whether to stop now (asked after each shard); once true, stays true.
+    pub(crate) fn stop(&self) -> bool {
+        if !self.stopped.get() && self.interrupts.stop() {
+            self.stopped.set(true);
+        }
+        self.stopped.get()
+    }
+
+    /// Whether the command was told to stop.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.get()
     }
 }
 

@@ -63,6 +63,22 @@ impl Location {
         })
     }
 
+    /// For a local path that cannot hold an array: a file (a TIFF, say) or nothing at all,
+    /// the error to report.
+    pub(crate) fn not_an_array(&self) -> Option<Failure> {
+        let folder = self.folder.as_ref()?;
+        if folder.is_file() {
+            return Some(not_a_folder(&self.text).into());
+        }
+        (!folder.exists()).then(|| {
+            format!(
+                "no Zarr array at '{}' (no zarr.json or .zarray there)",
+                self.text
+            )
+            .into()
+        })
+    }
+
     /// Whether anything is stored here (a `zarr.json`, or for a folder, any file).
     pub(crate) fn exists(&self) -> Result<bool, Failure> {
         if let Some(folder) = &self.folder {
@@ -93,6 +109,9 @@ pub(crate) fn open_source(
     options: &[(String, String)],
 ) -> Result<Box<dyn Source>, Failure> {
     let location = Location::parse(text, options)?;
+    if let Some(err) = location.not_an_array() {
+        return Err(err);
+    }
     if is_group(&location) {
         return Err(group_error(text));
     }
@@ -114,6 +133,15 @@ pub(crate) fn open_source(
         return Err(format!("no Zarr array at '{text}' (no zarr.json or .zarray there)").into());
     }
     Ok(Box::new(ZarrsSource::open(&folder)?))
+}
+
+/// A file named where an array's folder was expected, and how to convert it.
+pub(crate) fn not_a_folder(text: &str) -> String {
+    format!(
+        "'{text}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); to \
+         convert a TIFF, read it with tifffile and pass the array to sw.copy or sw.pyramid \
+         (e.g. sw.pyramid(tifffile.memmap(path), ...) for an uncompressed TIFF)"
+    )
 }
 
 fn group_error(text: &str) -> Failure {

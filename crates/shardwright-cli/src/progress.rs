@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use shardwright::pyramid::build::{Progress, Report};
 
 use crate::memory;
+use crate::output::{out, say};
 
 const MIB: f64 = (1 << 20) as f64;
 
@@ -54,7 +55,7 @@ impl Shown {
             && (self.last_line.elapsed() >= Duration::from_secs(2) || done == total)
         {
             self.last_line = Instant::now();
-            eprintln!(
+            say!(
                 "{done}/{total} shards ({:.0}%), {:.1} MiB read, {rate:.0} MiB/s",
                 100.0 * done as f64 / total.max(1) as f64,
                 p.bytes_read as f64 / MIB
@@ -62,12 +63,22 @@ impl Shown {
         }
     }
 
-    /// Clear the bar and print the summary.
-    pub(crate) fn finish(&self, what: &str, report: &Report) {
+    /// Clear the bar.
+    pub(crate) fn clear(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        println!("{}", summary(what, report));
+    }
+
+    /// Clear the bar and print the summary.
+    pub(crate) fn finish(
+        &self,
+        what: &str,
+        report: &Report,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        self.clear();
+        out!("{}", summary(what, report));
+        Ok(())
     }
 }
 

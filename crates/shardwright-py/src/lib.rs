@@ -45,11 +45,19 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// Run the `shardwright` command line (`argv`: the program name first) without the GIL;
-/// returns the exit code. The same code as the `shardwright` binary built by cargo.
+/// returns the exit code. The same code as the `shardwright` binary built by cargo, except
+/// that it catches no signal: a long command (`pyramid`, `copy`, `check`, `demo`) asks
+/// Python's signal handlers after each shard, and one that raises (Ctrl-C's
+/// `KeyboardInterrupt`) stops it cleanly with exit code 130 (the exception is not raised
+/// again).
 #[pyfunction]
 fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> i32 {
     py.detach(|| {
-        std::panic::catch_unwind(|| shardwright_cli::run(argv)).unwrap_or_else(|panic| {
+        std::panic::catch_unwind(|| {
+            let poll = || Python::attach(|py| py.check_signals().is_err());
+            shardwright_cli::run_with(argv, shardwright_cli::Interrupts::Poll(&poll))
+        })
+        .unwrap_or_else(|panic| {
             eprintln!(
                 "shardwright: error: {}",
                 shardwright::panic_message(&*panic)
