@@ -79,6 +79,49 @@ def _options_for(target: Any, storage_options: Mapping[str, Any] | None) -> Any:
     return storage_options if is_url else None
 
 
+def side_options(
+    source: Any,
+    dest: Any,
+    storage_options: Mapping[str, Any] | None,
+    source_storage_options: Mapping[str, Any] | None,
+) -> tuple[Any, Any]:
+    """The storage options of the source and of the destination: each side that is an
+    object-store URL gets ``storage_options`` (the source ``source_storage_options``
+    instead, when given), the other side ``None``. Options that serve neither side are
+    refused with ``TypeError``.
+
+    >>> side_options("/data/a.zarr", "s3://b/p.zarr", {"region": "x"}, None)
+    (None, {'region': 'x'})
+    >>> side_options("s3://a/a.zarr", "s3://b/p.zarr", {"region": "x"}, {"region": "y"})
+    ({'region': 'y'}, {'region': 'x'})
+    """
+    if source_storage_options is not None:
+        src = _options_for(source, source_storage_options)
+        if src is None:
+            raise TypeError(
+                "source_storage_options are for a source that is an object-store URL "
+                f"(s3://, gs://, az://, ...); the source is {_described(source)}"
+            )
+        dst = _options_for(dest, storage_options)
+        if storage_options and dst is None:
+            raise TypeError(
+                "storage_options are for an object-store URL destination when "
+                "source_storage_options are given (the source's own); the destination is "
+                f"{_described(dest)}"
+            )
+        return src, dst
+    src, dst = _options_for(source, storage_options), _options_for(dest, storage_options)
+    if storage_options and src is None and dst is None:
+        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
+    return src, dst
+
+
+def _described(target: Any) -> str:
+    if isinstance(target, (str, os.PathLike)):
+        return f"'{os.fspath(target)}'"
+    return f"a {type(target).__name__}"
+
+
 def _source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
     """The engine's view of ``source``: native when it is a path, URL, shardwright or
     zarr array the engine reads itself, otherwise sliced through Python."""
@@ -209,6 +252,7 @@ def prepare(
     overwrite: bool,
     resume: bool,
     storage_options: Mapping[str, Any] | None,
+    source_storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[Any, Location, tuple[Any, ...]]:
     """What the engine needs to build ``kind`` (``"pyramid"`` or ``"copy"``) of
     ``source`` at ``dest``, checked: the engine's source, where ``dest`` is, and the
@@ -220,12 +264,13 @@ def prepare(
         raise ShapeError(f"levels must be an integer of at least 1 (or None); got {levels!r}")
     if not isinstance(method, str):
         raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
-    core_source = _source(source, storage_options)
+    src_options, dst_options = side_options(source, dest, storage_options, source_storage_options)
+    core_source = _source(source, src_options)
     if overwrite:
-        refuse_overwriting_the_source(source, dest, storage_options, _options_for)
-    if storage_options and not any(_options_for(t, storage_options) for t in (source, dest)):
-        raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
-    where = resolve(dest, _options_for(dest, storage_options), None)
+        refuse_overwriting_the_source(
+            source, dest, None, lambda t, _: src_options if t is source else dst_options
+        )
+    where = resolve(dest, dst_options, None)
     adapter = None
     if where.store is not None:
         from ._adapter import StoreAdapter
@@ -293,6 +338,7 @@ def pyramid(
     overwrite: bool = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    source_storage_options: Mapping[str, Any] | None = None,
 ) -> Levels:
     """Build the multiscale pyramid of ``source`` as an OME-Zarr 0.5 image at ``dest``, in
     one pass: every source element is read once, every level's shards are written once
@@ -312,8 +358,12 @@ def pyramid(
             (numpy, TensorStore, dask, h5py: sliced block by block).
         dest: a local path, an object-store URL, or a zarr-python store.
         factors: the downsampling factor per axis (1: that axis is kept).
-        levels: levels including level 0; ``None``: add levels while they shrink (stop at
-            the first level a further downsampling would leave unchanged).
+        levels: levels including level 0, at most as many as it takes to make every
+            downsampled axis 1 (more, which would downsample nothing, raise
+            :class:`ShapeError` before anything is written); ``None``: add levels up to the
+            first whose downsampled axes (factor above 1) each fit within one inner chunk
+            (the ``chunks`` asked for, before clipping), as ngff-zarr and ome-zarr-py stop:
+            a 1024 by 1024 plane with the default 256 by 256 chunks makes 3 levels.
         method: ``"mean"``, ``"min"``, ``"max"``, ``"mode"``, ``"median"`` (the lower
             median) or ``"stride"`` (the first element of each block).
         chunks, shards: the inner-chunk and shard shape, one for every level (clipped to a
@@ -329,7 +379,10 @@ def pyramid(
             per-level lists of both, ``bytes_read``, ``bytes_written``.
         overwrite: replace whatever is at ``dest`` (only after every setting was checked).
         resume: continue a job that stopped (the settings must be the same).
-        storage_options: object-store options for URL sources and destinations.
+        storage_options: object-store options for whichever of ``source`` and ``dest`` is
+            an object-store URL (both, when both are).
+        source_storage_options: the source URL's own options, when they differ from the
+            destination's (then ``storage_options`` serve the destination only).
 
     Returns:
         The level arrays (a ``list`` with ``.stats``).
@@ -361,6 +414,7 @@ def pyramid(
         overwrite=overwrite,
         resume=resume,
         storage_options=storage_options,
+        source_storage_options=source_storage_options,
     )
 
 
@@ -377,11 +431,13 @@ def copy(
     overwrite: bool = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    source_storage_options: Mapping[str, Any] | None = None,
 ) -> Array:
     """Copy ``source`` (as for :func:`pyramid`: a Zarr v2/v3 array or anything sliceable)
     into one sharded Zarr v3 array at ``dest``, re-chunked and re-sharded, in one pass and
     bounded memory; ``axes`` become its ``dimension_names``. Each shard is stored once; a
-    killed copy resumes with ``resume=True``. Returns the array.
+    killed copy resumes with ``resume=True``. ``storage_options`` and
+    ``source_storage_options`` as for :func:`pyramid`. Returns the array.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> a = sw.copy(np.ones((10, 10), "int8"), tempfile.mkdtemp() + "/c.zarr",
@@ -407,5 +463,6 @@ def copy(
         overwrite=overwrite,
         resume=resume,
         storage_options=storage_options,
+        source_storage_options=source_storage_options,
     )
     return levels[0]

@@ -61,7 +61,7 @@ from ._errors import NotAnArrayError, ShapeError
 from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
-from ._pyramid import Levels, Shapes, prepare
+from ._pyramid import Levels, Shapes, prepare, side_options
 from ._values import refuse_non_numbers
 
 __all__ = ["map_chunks", "pyramid", "to_zarr"]
@@ -235,6 +235,7 @@ def pyramid(
     overwrite: bool = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    source_storage_options: Mapping[str, Any] | None = None,
     compute: bool = True,
     scheduler: Any = None,
 ) -> Any:
@@ -258,7 +259,8 @@ def pyramid(
     >>> [a.shape for a in levels], int(levels[1][0, 0]), levels.stats["shards_written"]
     ([(64, 64), (32, 32), (16, 16)], 32, [1, 1, 1])
     """
-    direct = None if isinstance(source, da.Array) else _direct_source(source, storage_options)
+    source_options, _ = side_options(source, dest, storage_options, source_storage_options)
+    direct = None if isinstance(source, da.Array) else _direct_source(source, source_options)
     darr = None
     if direct is None:
         given = source if isinstance(source, da.Array) else da.from_array(source, chunks="auto")
@@ -282,6 +284,7 @@ def pyramid(
         overwrite=overwrite,
         resume=resume,
         storage_options=storage_options,
+        source_storage_options=source_storage_options,
     )
     if where.path is not None:  # the tasks reopen it where a worker's working folder is
         arguments = (str(where.path.absolute()), *arguments[1:])

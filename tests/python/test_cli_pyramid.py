@@ -197,3 +197,17 @@ def test_killed_cli_pyramid_finishes_with_resume(tmp_path):
         np.testing.assert_array_equal(zarr.open_array(dest / str(k))[...], want, err_msg=str(k))
     assert proc.returncode == -signal.SIGKILL  # it was killed, not finished
     assert "already stored and skipped" in out.stdout
+
+
+def test_levels_that_downsample_nothing_exit_1_before_overwrite_removes_anything(tmp_path):
+    """Issue 23: `--levels` past the 1 x 1 level is refused at once, `--overwrite` or not."""
+    src = sw.create(tmp_path / "s.zarr", shape=(64, 64), dtype="uint8", chunks=(16, 16))
+    src[...] = 3
+    dst = tmp_path / "p.zarr"
+    assert cli("pyramid", src.path, dst, "--factors", "2,2", "--levels", "7").returncode == 0
+    before = sorted(p.relative_to(dst) for p in dst.rglob("*"))
+    out = cli("pyramid", src.path, dst, "--factors", "2,2", "--levels", "100000", "--overwrite")
+    assert out.returncode == 1
+    assert "levels=100000 would add levels that downsample nothing" in out.stderr
+    assert "has at most 7 levels (the last 1\u00d71)" in out.stderr
+    assert sorted(p.relative_to(dst) for p in dst.rglob("*")) == before

@@ -262,7 +262,15 @@ def test_pyramid_arguments(tmp_path):
         build(np.zeros((8, 8), "complex64"))
     with expect("pyramid-levels"):
         build(levels=0)
+    with expect("pyramid-source-options"):
+        build(source_storage_options={"region": "x"})
+    with expect("pyramid-dest-options"):
+        build("s3://b/src.zarr", storage_options={"a": "b"}, source_storage_options={"a": "c"})
     build()
+    before = sorted(p.relative_to(image) for p in image.rglob("*"))
+    with expect("pyramid-levels-past-one"):
+        build(levels=10**5, overwrite=True)
+    assert sorted(p.relative_to(image) for p in image.rglob("*")) == before  # nothing removed
     with expect("pyramid-exists"):
         build()
     with expect("pyramid-overwrite-resume"):

@@ -61,7 +61,9 @@ pub(crate) struct PyramidArgs {
     /// Downsampling factor per axis, e.g. 1,1,2,2,2.
     #[arg(long, required = true)]
     factors: String,
-    /// Levels, level 0 included (default: while they shrink).
+    /// Levels, level 0 included, at most the one whose downsampled axes are all 1
+    /// (default: up to the first level whose downsampled axes each fit within one inner
+    /// chunk).
     #[arg(long)]
     levels: Option<usize>,
     /// mean, min, max, mode, median or stride.

@@ -28,6 +28,7 @@ mod levels;
 pub mod ome;
 pub mod plan;
 pub mod source;
+mod stop;
 pub mod tasks;
 mod walk;
 

@@ -154,7 +154,7 @@ pub(super) fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b) * b
 }
 
-fn shape_text(shape: &[u64]) -> String {
+pub(super) fn shape_text(shape: &[u64]) -> String {
     let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
     format!("({})", parts.join(", "))
 }
@@ -207,7 +207,21 @@ pub fn default_shards(axes: &[String], chunks: &[u64]) -> Vec<u64> {
 pub struct PlanRequest {
     /// Factors, one per axis, each at least 1.
     pub factors: Vec<u64>,
-    /// The number of levels (level 0 included), or `None` for "while they shrink".
+    /// The number of levels (level 0 included), at most the number [`level_shapes`] makes
+    /// with `None` (the last one's downsampled axes all 1); or `None`: up to the first
+    /// level whose downsampled axes (factor above 1) each fit within one inner chunk (the
+    /// requested chunk extent, before clipping to the level), as ngff-zarr and ome-zarr-py
+    /// stop.
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::PlanRequest;
+    /// // default 2-d chunks are 256 × 256: 1024, 512, 256
+    /// let request = PlanRequest { factors: vec![2, 2], ..Default::default() };
+    /// let shapes: Vec<_> = request.plan(&[1024, 1024], "uint8").unwrap().levels.into_iter().map(|l| l.shape).collect();
+    /// assert_eq!(shapes, vec![vec![1024, 1024], vec![512, 512], vec![256, 256]]);
+    /// let too_many = PlanRequest { factors: vec![2, 2], levels: Some(8), ..Default::default() };
+    /// assert!(too_many.plan(&[64, 64], "uint8").unwrap_err().to_string().contains("at most 7 levels (the last 1×1)"));
+    /// ```
     pub levels: Option<usize>,
     /// The method.
     pub method: Option<Method>,
@@ -245,6 +259,21 @@ fn per_level(
 }
 
 impl PlanRequest {
+    /// The level shapes: `levels` of them, or with `levels = None` up to the first level
+    /// whose downsampled axes each fit within one inner chunk.
+    fn shapes(&self, shape: &[u64], chunks: &[Vec<u64>]) -> Result<Vec<Vec<u64>>, PyramidError> {
+        let mut shrinking = level_shapes(shape, &self.factors, None);
+        let keep = match self.levels {
+            Some(n) if n > shrinking.len() => {
+                return Err(super::stop::too_many(shape, &self.factors, n, &shrinking));
+            }
+            Some(n) => n,
+            None => super::stop::last_fitting(&shrinking, &self.factors, chunks) + 1,
+        };
+        shrinking.truncate(keep);
+        Ok(shrinking)
+    }
+
     /// Check the request against a source of `shape` and `data_type` and work out every
     /// level.
     ///
@@ -259,7 +288,7 @@ impl PlanRequest {
     ///
     /// # Errors
     /// [`PyramidError`] naming what was given: factors of the wrong length or below 1, no
-    /// levels, axes of the wrong length or repeated, chunk or shard shapes of the wrong
+    /// levels or more levels than downsample anything, axes of the wrong length or repeated, chunk or shard shapes of the wrong
     /// length or that do not divide, a method the data type has no kernel for.
     pub fn plan(&self, shape: &[u64], data_type: &str) -> Result<Plan, PyramidError> {
         let ndim = shape.len();
@@ -306,10 +335,10 @@ impl PlanRequest {
                 )));
             }
         }
-        let shapes = level_shapes(shape, &self.factors, self.levels);
-        let n = shapes.len();
         let default_chunks = vec![default_chunks(&axes)];
         let chunks_given = self.chunks.as_ref().unwrap_or(&default_chunks);
+        let shapes = self.shapes(shape, chunks_given)?;
+        let n = shapes.len();
         let mut levels = Vec::with_capacity(n);
         for (k, level_shape) in shapes.into_iter().enumerate() {
             let chunks = per_level("chunks", chunks_given, k, n, ndim)?;
