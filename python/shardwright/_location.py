@@ -116,7 +116,18 @@ def resolve(
 ) -> Location:
     """The location of ``target``: a path, a ``file://`` or object-store URL, a
     ``zarr.Array``, or a zarr-python store (with ``path``, the array's path in it; for a
-    path or URL, ``path`` is joined onto it)."""
+    path or URL, ``path`` is joined onto it). A ``path`` with a ``.`` or ``..`` part is
+    refused (zarr's rule): it could name a place outside the store.
+
+    >>> resolve("/data", None, "a/../../etc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: path 'a/../../etc' has a '.' or '..' part: ...
+    """
+    if path is not None and any(part in (".", "..") for part in str(path).split("/")):
+        raise ValueError(
+            f"path {path!r} has a '.' or '..' part: give the array's path inside the store "
+            "as names separated by '/'"
+        )
     if isinstance(target, str | os.PathLike):
         if path:
             target = f"{os.fspath(target).rstrip('/')}/{path.strip('/')}"

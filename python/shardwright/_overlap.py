@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._location import Location, resolve
+from ._redact import redact
 
 Place = tuple[str, ...]
 
@@ -40,8 +42,34 @@ def _scheme(name: str) -> str:
 
 
 def _url(url: str) -> Place:
+    """A URL's place: ``file://`` as the local path it names (links resolved), the other
+    spellings of a service's URLs as its main one (``abfs://container@account…/``,
+    ``https://bucket.s3…amazonaws.com/``, ``https://account.blob.core.windows.net/c/``,
+    ``https://storage.googleapis.com/bucket/``).
+
+    >>> _url("abfs://c@acct.dfs.core.windows.net/img") == _url("az://c/img")
+    True
+    >>> _url("https://b.s3.eu-west-1.amazonaws.com/img") == _url("s3://b/img")
+    True
+    """
     parts = urllib.parse.urlsplit(url)
-    return (_scheme(parts.scheme), *_parts(parts.netloc, urllib.parse.unquote(parts.path)))
+    scheme, host = _scheme(parts.scheme), parts.hostname or ""
+    path = _parts(urllib.parse.unquote(parts.path))
+    if scheme == "file":
+        return _file(urllib.request.url2pathname(parts.path) or "/")
+    if scheme == "az" and "@" in parts.netloc:  # abfs://container@account.dfs…
+        return ("az", parts.netloc.split("@", 1)[0], *path)
+    if scheme in ("http", "https"):
+        if host.endswith(".amazonaws.com"):
+            first = host.split(".", 1)[0]
+            if first == "s3" or first.startswith("s3-"):
+                return ("s3", *path)  # path style: s3.region.amazonaws.com/bucket/key
+            return ("s3", host.split(".s3", 1)[0], *path)  # virtual host style
+        if host.endswith((".blob.core.windows.net", ".dfs.core.windows.net")):
+            return ("az", *path)
+        if host == "storage.googleapis.com":
+            return ("gs", *path)
+    return (scheme, *_parts(parts.netloc), *path)
 
 
 def _store(store: Any, key: str) -> Place:
@@ -97,9 +125,7 @@ def place_of(target: Any, storage_options: Mapping[str, Any] | None = None) -> P
     >>> place_of("s3a://bucket/img.zarr/"), place_of(__import__("numpy").zeros(3))
     (('s3', 'bucket', 'img.zarr'), None)
     """
-    from ._array import Array
-
-    if isinstance(target, Array):
+    if _is_shardwright_array(target):
         if target._where is not None:
             return _of_location(target._where)
         return _file(target.path) if isinstance(target.path, Path) else _url(target.path)
@@ -107,6 +133,8 @@ def place_of(target: Any, storage_options: Mapping[str, Any] | None = None) -> P
         url = isinstance(target, str) and "://" in target and not target.startswith("file://")
         return _of_location(resolve(target, storage_options if url else None))
     module = type(target).__module__
+    if module.startswith("dask") and hasattr(target, "__dask_graph__"):
+        return _of_dask(target)
     if module.startswith("zarr") and hasattr(target, "store") and hasattr(target, "path"):
         return _store(target.store, str(target.path))
     if any(c.__name__ == "Store" and c.__module__.startswith("zarr") for c in type(target).__mro__):
@@ -120,6 +148,41 @@ def place_of(target: Any, storage_options: Mapping[str, Any] | None = None) -> P
     if hasattr(target, "store") and not module.startswith(("numpy", "dask")):
         return (_OPAQUE, f"{type(target).__name__} {id(target)}")
     return None
+
+
+def _is_shardwright_array(target: Any) -> bool:
+    cls = type(target)
+    return cls.__name__ == "Array" and cls.__module__.startswith("shardwright")
+
+
+def _of_dask(darr: Any) -> Place | None:
+    """The place of the stored array a dask array reads (``da.from_array`` /
+    ``da.from_zarr`` of a zarr, shardwright, TensorStore or h5py array: found among the
+    graph's data nodes), ``None`` when it reads none; a graph too large to search is
+    opaque."""
+    found: list[Place] = []
+    seen = 0
+    for layer in darr.__dask_graph__().layers.values():
+        mapping = getattr(layer, "mapping", None)
+        if not isinstance(mapping, Mapping):
+            continue  # a layer computed from its blocks: it holds no array object
+        for value in mapping.values():
+            seen += 1
+            if seen > 100_000:
+                return (_OPAQUE, f"a dask graph of over {seen - 1} tasks")
+            held = getattr(value, "value", value)  # a DataNode holds its object
+            if isinstance(held, tuple | list | dict) or not hasattr(held, "shape"):
+                continue
+            if type(held).__module__.startswith(("numpy", "dask")):
+                continue
+            place = place_of(held)
+            if place is not None:
+                found.append(place)
+    if not found:
+        return None
+    if len(found) > 1 and any(f != found[0] for f in found):
+        return (_OPAQUE, "a dask array reading several stored arrays")
+    return found[0]
 
 
 def _holds(a: Place, b: Place) -> bool:
@@ -170,7 +233,7 @@ def _kinds_differ(a: Place, b: Place) -> bool:
 
 def _name(target: Any, place: Place) -> str:
     if isinstance(target, str | os.PathLike):
-        return os.fspath(target)  # type: ignore[return-value]
+        return redact(os.fspath(target))  # type: ignore[arg-type]
     if place[0] == "file":
         return "/" + "/".join(place[1:])
     if place[0] == _OPAQUE:

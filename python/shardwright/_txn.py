@@ -276,8 +276,14 @@ class _StagingShardWriter(ShardWriter):
     def commit(self) -> dict[str, int]:
         """Stage what was written into the transaction (no I/O)."""
         written = self.stats
-        self._tx.absorb(self._core)
+        try:
+            self._tx.absorb(self._core)
+        except BaseException:
+            if self._core.closed:  # taken: no outcome will come (stats never wait on it)
+                self._settled.set()
+            raise
         self._stats = written
+        self._settled.set()
         if self._touched is not None:  # the transaction commits the shard, even empty
             self._touched.add(self._shard.index or ())
         return dict(written)

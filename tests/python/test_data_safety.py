@@ -80,8 +80,20 @@ def test_places_compare_part_by_part():
     refuse_overwriting_the_source("s3://b/img/raw", "s3://b2/img", {"region": "x"}, same)
     with pytest.raises(ValueError, match="overlap"):
         refuse_overwriting_the_source("s3a://b/img/raw", "s3://b/", None, same)
-    with pytest.raises(ValueError, match="overlap"):
-        refuse_overwriting_the_source("abfs://b/img/raw", "az://b/img", None, same)
+    for src, dst in [
+        ("abfs://c@acct.dfs.core.windows.net/img/raw", "az://c/img"),
+        ("https://acct.blob.core.windows.net/c/img/raw", "azure://c/img"),
+        ("https://b.s3.eu-west-1.amazonaws.com/img/raw", "s3://b/img"),
+        ("https://s3.eu-west-1.amazonaws.com/b/img/raw", "s3://b"),
+        ("https://storage.googleapis.com/b/my%20img/raw", "gs://b/my img"),
+        ("file:///data/img.zarr/raw", "/data/img.zarr"),
+    ]:
+        with pytest.raises(ValueError, match="overlap"):
+            refuse_overwriting_the_source(src, dst, None, same)
+    # the message never repeats a URL's query (a SAS token)
+    with pytest.raises(ValueError, match="overlap") as err:
+        refuse_overwriting_the_source("az://c/img/0", "az://c/img?sv=1&sig=SUPERSECRET", None, same)
+    assert "SUPERSECRET" not in str(err.value)
     assert place_of(np.zeros(2)) is None
     assert place_of("file:///data/a.zarr") == ("file", "data", "a.zarr")
 
@@ -202,3 +214,52 @@ def test_blocks_address_shards_as_zarr_python(tmp_path):
         np.testing.assert_array_equal(a.blocks[key], z.blocks[key])
         np.testing.assert_array_equal(a.get_block_selection(key), z.get_block_selection(key))
     assert os.path.exists(tmp_path / "a.zarr" / "c" / "1" / "1")
+
+
+def test_overwrite_refuses_a_dask_source_reading_the_destination(tmp_path):
+    import dask.array as da
+    import shardwright.dask as swd
+
+    path = tmp_path / "a.zarr"
+    a = sw.create(path, shape=(8, 8), dtype="int32", chunks=(4, 4))
+    a[...] = np.arange(64, dtype="int32").reshape(8, 8)
+    for darr in [da.from_array(sw.open(path), chunks=4) + 1, da.from_zarr(str(path)) * 2]:
+        with pytest.raises(ValueError, match="overlap"):
+            swd.to_zarr(darr, path, chunks=(4, 4), overwrite=True, scheduler="sync")
+        with pytest.raises(ValueError, match="overlap"):
+            sw.pyramid(darr, tmp_path, factors=(2, 2), levels=2, overwrite=True)
+    assert (sw.open(path)[...] == np.arange(64).reshape(8, 8)).all()
+    out = swd.to_zarr(
+        da.from_array(sw.open(path), chunks=4) + 1,
+        tmp_path / "b.zarr",
+        chunks=(4, 4),
+        overwrite=True,
+        scheduler="sync",
+    )
+    assert out["shards_written"] == 4
+
+
+def test_overwrite_resolves_a_tensorstore_source_through_links(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    raw(tmp_path / "real" / "img.zarr" / "0")
+    t = ts.open({"driver": "zarr3", "kvstore": f"file://{tmp_path}/link/img.zarr/0/"}).result()
+    with pytest.raises(ValueError, match="overlap"):
+        sw.pyramid(t, tmp_path / "real" / "img.zarr", factors=(2, 2), levels=2, overwrite=True)
+    assert (zarr.open_array(str(tmp_path / "real" / "img.zarr" / "0"))[...] == 1).all()
+
+
+def test_a_path_inside_a_store_never_climbs_out_of_it(tmp_path):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "sibling.txt").write_text("keep")
+    for path in ["..", "a/../..", "./a"]:
+        with pytest.raises(ValueError, match=r"'\.' or '\.\.' part"):
+            sw.create(
+                LocalStore(str(tmp_path / "root")),
+                path=path,
+                shape=(4,),
+                dtype="uint8",
+                chunks=(2,),
+                overwrite=True,
+            )
+    assert (tmp_path / "sibling.txt").read_text() == "keep"

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use shardwright_object_store::redact;
+
 use shardwright::pyramid::build::{self, BuildOptions, Report};
 use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::Method;
@@ -145,6 +147,7 @@ fn prepare(
 /// key of its bucket).
 fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
     if overlap(&place(src), &place(dst)) {
+        let (src, dst) = (redact(src), redact(dst));
         return Err(format!(
             "the source '{src}' and the destination '{dst}' overlap: --overwrite would delete \
              the source before it is read; write to another place"
@@ -154,18 +157,32 @@ fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Where `text` is, as parts: a URL's scheme, bucket and key parts, or a local path's
-/// components (absolute, links resolved as far as the path exists).
+/// Where `text` is, as parts: a URL's scheme (one spelling per service), bucket and key
+/// parts (percent-decoded; `abfs://container@account…` as its container), or a local
+/// path's components (absolute, links resolved as far as the path exists).
 fn place(text: &str) -> Vec<String> {
     if text.contains("://") && !text.starts_with("file://") {
         let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
         let scheme = match scheme.to_ascii_lowercase().as_str() {
             "s3a" => "s3".to_string(),
+            "gcs" => "gs".to_string(),
+            "abfs" | "abfss" | "adl" | "azure" => "az".to_string(),
             other => other.to_string(),
         };
         let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let authority = match authority.split_once('@') {
+            Some((container, _)) if scheme == "az" => container,
+            Some((_, host)) => host,
+            None => authority,
+        };
         return std::iter::once(scheme)
-            .chain(rest.split('/').filter(|p| !p.is_empty()).map(String::from))
+            .chain(std::iter::once(authority.to_string()))
+            .chain(
+                path.split('/')
+                    .filter(|p| !p.is_empty())
+                    .map(percent_decoded),
+            )
             .collect();
     }
     let path = Path::new(text.strip_prefix("file://").unwrap_or(text));
@@ -190,6 +207,30 @@ fn place(text: &str) -> Vec<String> {
             _ => None,
         }))
         .collect()
+}
+
+/// `part` with its `%XX` escapes decoded (an invalid escape is kept as written).
+fn percent_decoded(part: &str) -> String {
+    let bytes = part.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(value)) => {
+                out.push(value);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether one of two places holds the other (or they are one).
@@ -284,5 +325,11 @@ mod tests {
         assert!(refuse_overlap("s3://b/img/raw", "s3a://b/").is_err());
         assert!(refuse_overlap("s3://b/img/raw", "s3://b/img-2").is_ok());
         assert!(refuse_overlap("s3://b/img/raw", "gs://b/img").is_ok());
+        assert!(
+            refuse_overlap("az://c/img/raw", "abfs://c@acct.dfs.core.windows.net/img").is_err()
+        );
+        assert!(refuse_overlap("gs://b/my%20img/raw", "gcs://b/my img").is_err());
+        let err = refuse_overlap("az://c/img/0", "az://c/img?sv=1&sig=SUPERSECRET").unwrap_err();
+        assert!(!err.to_string().contains("SUPERSECRET"), "{err}");
     }
 }

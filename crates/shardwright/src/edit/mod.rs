@@ -7,6 +7,10 @@
 //! formatting), and so do the attributes an edit does not set. [`Array::resize`] also
 //! clears what a smaller shape leaves outside, after the new shape is stored (see
 //! `clear`), so growing again later shows the fill value, not old data.
+//!
+//! The clearing is not conditional: a resize must not run while another handle resizes
+//! or writes the array (the clearing of one shrink could remove what another handle's
+//! grow wrote meanwhile); the `zarr.json` edit itself never loses either change.
 
 mod clear;
 
