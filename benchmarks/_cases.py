@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from _workloads import (
+    ASSIGN_CASES,
     WRITES,
     MiB,
     chunk_boxes,
@@ -106,7 +107,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
     shards = shard_boxes(spec)
     extra: dict[str, Any] = {}
 
-    if spec.get("precomputed"):
+    if spec.get("precomputed") or case in ASSIGN_CASES:
         full = np.empty(spec["shape"], dtype=dtype)
         for c in iter_chunks(spec):
             full[c.slices] = f(c)
@@ -246,6 +247,12 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
                 tt = t.with_transaction(txn)
                 for c in chunk_boxes(spec, shard):
                     tt[c.slices].write(f(c)).result()
+    elif case == "sw_assign":
+        arr[...] = full
+    elif case == "zarr_assign":
+        z[...] = full
+    elif case == "ts_assign":
+        t.write(full).result()
     elif case == "ts_shard":
         for shard in shards:
             buf = np.empty(shard.shape, dtype=dtype)

@@ -87,7 +87,14 @@ CASES: list[tuple[str, str, bool]] = [
     ("zarr_shard", "zarr-python whole shard", True),
     ("ts_txn", "TensorStore transaction per shard", True),
     ("ts_shard", "TensorStore whole shard", True),
+    # the whole array held in memory and assigned at once (the data exists before the
+    # timed part: the peak growth is what the write adds)
+    ("sw_assign", "shardwright a[...] = data (data in memory)", True),
+    ("zarr_assign", "zarr-python z[...] = data (data in memory)", True),
+    ("ts_assign", "TensorStore t.write(data) (data in memory)", True),
 ]
+# The cases that assign one array holding all the data.
+ASSIGN_CASES = {"sw_assign", "zarr_assign", "ts_assign"}
 CASE_LABEL = {key: label for key, label, _ in CASES}
 WRITES = {key: writes for key, _, writes in CASES}
 SLOW_CASES = {"zarr_chunk"}  # only run for workload (a); dropped by --skip-slow
