@@ -6,18 +6,17 @@ by the data."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ._domain import Domain
-from ._errors import BoundsError, DTypeError, NotDurableError, ShapeError
+from ._errors import BoundsError, DTypeError, ShapeError
 from ._indexing import parse_write_key
+from ._pipeline import BackgroundCommits
 from ._values import (
     _SCALARS,
     _broadcast,
@@ -167,48 +166,23 @@ def write_streamed(array: Any, region: Domain, value: np.ndarray) -> None:
     shards = list(array.iter_shards(within=region))
     raw = math.prod(array._shard_shape) * array.dtype.itemsize
     in_flight = max(2, min(16, _IN_FLIGHT_BYTES // raw))
-    pending: deque[tuple[Domain, Callable[[], dict[str, int]]]] = deque()
-    failed: list[BaseException] = []
-    stored = 0
-
-    def finish_oldest() -> None:
-        nonlocal stored
-        shard, wait = pending.popleft()
-        try:
-            wait()
-        except NotDurableError as err:  # stored and visible; only the flush failed
-            err.add_note(f"assignment: shard {shard} was stored but may not be durable")
-            failed.append(err)
-            stored += 1
-            return
-        except Exception as err:
-            err.add_note(f"assignment: shard {shard} was not stored")
-            failed.append(err)
-            return
-        stored += 1
-
+    commits = BackgroundCommits(in_flight, "assignment")
     try:
         for shard in shards:
             with array.write_shard(shard) as w:
                 for part, local in _parts(array, shard, region):
                     w[part] = value[local]
-                commit = w._commit_background()
-            pending.append((shard, commit))
-            while len(pending) >= in_flight:
-                finish_oldest()
-            if failed:
+                commits.add(shard, w._commit_background())
+            if commits.failed:
                 break  # a shard could not be stored: start no more
-        while pending:
-            finish_oldest()
+        commits.finish_all()
     except BaseException as err:
-        while pending:
-            with contextlib.suppress(KeyboardInterrupt):
-                finish_oldest()
-        _note(err, stored, len(shards), failed)
+        commits.finish_all_after_error()
+        _note(err, commits.stored, len(shards), commits.failed)
         raise
-    if failed:
-        _note(failed[0], stored, len(shards), failed[1:])
-        raise failed[0]
+    if commits.failed:
+        _note(commits.failed[0], commits.stored, len(shards), commits.failed[1:])
+        raise commits.failed[0]
 
 
 def _parts(array: Any, shard: Domain, region: Domain) -> Iterator[tuple[Domain, tuple[slice, ...]]]:

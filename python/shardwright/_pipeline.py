@@ -26,6 +26,70 @@ class _Writable(Protocol):
     def write_shard(self, shard: Domain) -> Any: ...
 
 
+class BackgroundCommits:
+    """Shards committing in the background, oldest first, at most ``in_flight`` at once:
+    :meth:`add` a shard's ``wait()`` (from ``ShardWriter._commit_background``), waiting
+    for the oldest while full. A failed commit is kept in :attr:`failed` (with a note
+    naming the shard, prefixed ``what``), never raised here: the caller starts no more
+    shards and reports them. ``on_stored(shard, stats)`` follows each stored shard.
+
+    >>> commits = BackgroundCommits(2, "demo")
+    >>> for n in range(3):
+    ...     commits.add(Domain((n,), (1,)), lambda: {"puts": 1})
+    >>> commits.finish_all(); commits.stored, commits.failed
+    (3, [])
+    """
+
+    def __init__(
+        self,
+        in_flight: int,
+        what: str,
+        on_stored: Callable[[Domain, dict[str, int]], None] | None = None,
+    ) -> None:
+        self.in_flight = max(1, in_flight)
+        self.what = what
+        self.on_stored = on_stored
+        self.pending: deque[tuple[Domain, Callable[[], dict[str, int]]]] = deque()
+        self.failed: list[BaseException] = []
+        self.stored = 0
+
+    def add(self, shard: Domain, wait: Callable[[], dict[str, int]]) -> None:
+        self.pending.append((shard, wait))
+        while len(self.pending) >= self.in_flight:
+            self.finish_oldest()
+
+    def finish_oldest(self) -> None:
+        shard, wait = self.pending.popleft()
+        try:
+            stats = wait()
+        except NotDurableError as err:
+            # Stored and visible; only the flush to disk failed. Counted as stored, and
+            # reported (the loop stops, as for any failed commit).
+            err.add_note(f"{self.what}: shard {shard} was stored but may not be durable")
+            self.failed.append(err)
+            self.stored += 1
+            return
+        except Exception as err:
+            err.add_note(f"{self.what}: shard {shard} was not stored")
+            self.failed.append(err)
+            return
+        self.stored += 1
+        if self.on_stored is not None:
+            self.on_stored(shard, stats)
+
+    def finish_all(self) -> None:
+        while self.pending:
+            self.finish_oldest()
+
+    def finish_all_after_error(self) -> None:
+        """After the caller's own error: every commit already started still finishes (a
+        second Ctrl-C while waiting skips only the outcome of the commit being waited
+        for, not the waits for the others)."""
+        while self.pending:
+            with contextlib.suppress(KeyboardInterrupt):
+                self.finish_oldest()
+
+
 def map_chunks(
     array: _Writable,
     shards: Iterable[Domain],
@@ -41,34 +105,18 @@ def map_chunks(
     shards = list(shards)
     if threads > 1:
         return _map_on_threads(array, shards, fn, threads=threads, progress=progress)
-    in_flight = max(1, workers or 2)
     totals: dict[str, Any] = {"shards_written": 0}
-    pending: deque[tuple[Domain, Callable[[], dict[str, int]]]] = deque()
-    failed: list[BaseException] = []
     started = time.perf_counter()
 
     with Progress(len(shards), "shards", show=progress) as bar:
 
-        def finish_oldest() -> None:
-            shard, wait = pending.popleft()
-            try:
-                stats = wait()
-            except NotDurableError as err:
-                # Stored and visible; only the flush to disk failed. Counted as stored,
-                # and reported (the loop stops, as for any failed commit).
-                err.add_note(f"map_chunks: shard {shard} was stored but may not be durable")
-                failed.append(err)
-                totals["shards_written"] += 1
-                return
-            except Exception as err:
-                err.add_note(f"map_chunks: shard {shard} was not stored")
-                failed.append(err)
-                return
-            totals["shards_written"] += 1
+        def stored(shard: Domain, stats: dict[str, int]) -> None:
             for k, v in stats.items():
                 totals[k] = totals.get(k, 0) + v
             bar.update(bytes=stats.get("bytes_written", 0), shard=shard)
 
+        commits = BackgroundCommits(workers or 2, "map_chunks", stored)
+        failed = commits.failed
         # One thread (this one) calls fn chunk after chunk, so fn never contends for the
         # GIL; each finished shard commits on a background thread while the next fills.
         try:
@@ -76,23 +124,15 @@ def map_chunks(
                 with array.write_shard(shard) as w:
                     for chunk in w.inner_chunks():
                         fill_chunk(w, chunk, fn)
-                    commit = w._commit_background()
-                pending.append((shard, commit))
-                while len(pending) >= in_flight:
-                    finish_oldest()
+                    commits.add(shard, w._commit_background())
                 if failed:
                     break  # a shard could not be stored: start no more
-            while pending:
-                finish_oldest()
+            commits.finish_all()
         except BaseException as err:
             # fn (or a write) raised: the shard being filled is not stored; the commits
-            # already started still finish (a second Ctrl-C while waiting skips only the
-            # outcome of the commit being waited for, not the waits for the others), and
-            # their failures are reported with it.
-            while pending:
-                with contextlib.suppress(KeyboardInterrupt):
-                    finish_oldest()
-            _note_stored(err, totals["shards_written"], len(shards))
+            # already started still finish, and their failures are reported with it.
+            commits.finish_all_after_error()
+            _note_stored(err, commits.stored, len(shards))
             if failed and not isinstance(err, Exception):
                 # KeyboardInterrupt, SystemExit: raised as themselves, failures as notes.
                 for failure in failed:
@@ -105,9 +145,10 @@ def map_chunks(
                     [err, *failed],
                 ) from None
             raise
+    totals["shards_written"] = commits.stored
     if failed:
         if len(failed) == 1:
-            _note_stored(failed[0], totals["shards_written"], len(shards))
+            _note_stored(failed[0], commits.stored, len(shards))
             raise failed[0]
         raise ExceptionGroup(f"map_chunks: the commits of {len(failed)} shards failed", failed)
     totals["seconds"] = time.perf_counter() - started
