@@ -84,10 +84,15 @@ class BackgroundCommits:
     def finish_all_after_error(self) -> None:
         """After the caller's own error: every commit already started still finishes (a
         second Ctrl-C while waiting skips only the outcome of the commit being waited
-        for, not the waits for the others)."""
+        for, not the waits for the others; an ``on_stored`` that raises again is kept in
+        :attr:`failed`, not raised over the first error)."""
         while self.pending:
-            with contextlib.suppress(KeyboardInterrupt):
+            try:
                 self.finish_oldest()
+            except KeyboardInterrupt:
+                pass
+            except Exception as err:  # on_stored raised: reported with the first error
+                self.failed.append(err)
 
 
 def map_chunks(

@@ -196,3 +196,30 @@ def test_map_chunks_progress_uses_tqdm_when_installed(tmp_path, monkeypatch):
     a = sw.create(tmp_path / "a.zarr", shape=(8, 8), dtype="u1", chunks=(2, 2), shards=(4, 4))
     a.map_chunks(lambda c: 1, progress=True)
     assert [(t.total, t.n, t.closed) for t in made] == [(4, 4, True)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_progress_callback_raising_again_while_commits_finish_keeps_the_first_error(
+    tmp_path, workers
+):
+    # Review of issue 23: the callback raising again while the commits in flight
+    # finished skipped the remaining waits and replaced the first error.
+    a = sw.create(tmp_path / "m.zarr", shape=(8, 8), dtype="uint8", chunks=(2, 2), shards=(2, 8))
+    calls = []
+
+    def progress(event):
+        calls.append(event)
+        raise ValueError(f"progress failed ({len(calls)})")
+
+    with pytest.raises(BaseException) as raised:
+        a.map_chunks(lambda c: np.ones(c.shape, "uint8"), progress=progress, workers=workers)
+    errors = (
+        list(raised.value.exceptions)
+        if isinstance(raised.value, BaseExceptionGroup)
+        else [raised.value]
+    )
+    assert "progress failed (1)" in str(errors[0])
+    assert all(isinstance(e, ValueError) for e in errors)
+    # every commit that started finished: the stored shards are whole and readable
+    stored = a[...]
+    assert set(np.unique(stored)) <= {0, 1}

@@ -150,8 +150,7 @@ fn build_multipart(
     let store = match scheme {
         #[cfg(feature = "aws")]
         Scheme::AmazonS3 => {
-            let mut builder =
-                object_store::aws::AmazonS3Builder::from_env().with_url(url.to_string());
+            let mut builder = s3_from_env(options, environment()).with_url(url.to_string());
             for &(key, value) in options {
                 if let Ok(key) = lower(key).parse() {
                     builder = builder.with_config(key, value);
@@ -184,6 +183,37 @@ fn build_multipart(
         _ => return Ok(None),
     };
     Ok(Some((store, path)))
+}
+
+/// object_store's `AmazonS3Builder::from_env`, except that the environment's session token
+/// is left out when `options` give keys of their own without a token: a token belongs to
+/// the keys it was issued with, and signing other keys with it is refused by the server.
+#[cfg(feature = "aws")]
+fn s3_from_env(
+    options: &[(&str, &str)],
+    environment: Vec<(String, String)>,
+) -> object_store::aws::AmazonS3Builder {
+    use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey as Key};
+    let given = |wanted: &[Key]| {
+        options.iter().any(|(k, _)| {
+            k.to_ascii_lowercase()
+                .parse::<Key>()
+                .is_ok_and(|k| wanted.contains(&k))
+        })
+    };
+    let own_keys = given(&[Key::AccessKeyId, Key::SecretAccessKey]) && !given(&[Key::Token]);
+    let mut builder = AmazonS3Builder::new();
+    for (name, value) in environment {
+        if !name.starts_with("AWS_") {
+            continue;
+        }
+        if let Ok(key) = name.to_ascii_lowercase().parse::<Key>() {
+            if !(own_keys && key == Key::Token) {
+                builder = builder.with_config(key, value);
+            }
+        }
+    }
+    builder
 }
 
 /// Refuse option keys the URL's service does not know (object_store ignores them, so a
@@ -252,4 +282,47 @@ fn check_endpoints(options: &[(&str, &str)]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, feature = "aws"))]
+mod session_token_tests {
+    use object_store::aws::AmazonS3ConfigKey as Key;
+
+    use super::s3_from_env;
+
+    fn env() -> Vec<(String, String)> {
+        [
+            ("AWS_ACCESS_KEY_ID", "ENVKEY"),
+            ("AWS_SECRET_ACCESS_KEY", "envsecret"),
+            ("AWS_SESSION_TOKEN", "envtoken"),
+            ("AWS_REGION", "eu-west-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    #[test]
+    fn the_environments_session_token_is_not_paired_with_keys_given_as_options() {
+        let own = [("access_key_id", "MINE"), ("SECRET_ACCESS_KEY", "mine")];
+        let builder = s3_from_env(&own, env());
+        assert_eq!(builder.get_config_value(&Key::Token), None);
+        assert_eq!(
+            builder.get_config_value(&Key::Region).as_deref(),
+            Some("eu-west-1")
+        );
+        // keys and token from the environment stay together; an explicit token is kept
+        let builder = s3_from_env(&[("region", "us-east-1")], env());
+        assert_eq!(
+            builder.get_config_value(&Key::Token).as_deref(),
+            Some("envtoken")
+        );
+        let with_token = [("access_key_id", "MINE"), ("token", "mytoken")];
+        let builder = s3_from_env(&with_token, env());
+        assert_eq!(
+            builder.get_config_value(&Key::Token).as_deref(),
+            Some("envtoken"),
+            "options are applied after: the caller's token replaces it"
+        );
+    }
 }

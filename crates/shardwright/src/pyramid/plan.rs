@@ -233,16 +233,25 @@ pub struct PlanRequest {
     pub axes: Option<Vec<String>>,
 }
 
+/// The `what` shape of `level` of `levels`; `chosen`: the number of levels was chosen by
+/// the stop rule (`levels=None`), which the message then says.
 fn per_level(
     what: &str,
     given: &[Vec<u64>],
-    level: usize,
-    levels: usize,
+    (level, levels): (usize, usize),
+    chosen: bool,
     ndim: usize,
 ) -> Result<Vec<u64>, PyramidError> {
     let shape = match (given.len(), given.first(), given.get(level)) {
         (1, Some(only), _) => only,
         (n, _, Some(this)) if n == levels => this,
+        (n, _, _) if chosen => {
+            return Err(PyramidError::invalid(format!(
+                "{what}: {n} shapes given, one per level, but levels=None makes {levels} \
+                 levels of this source (down to the first whose downsampled axes fit one \
+                 inner chunk): give levels={n}, or {levels} shapes, or one for every level"
+            )))
+        }
         (n, _, _) => {
             return Err(PyramidError::invalid(format!(
                 "{what}: expected one shape for every level or one per level ({levels}); got {n}"
@@ -341,9 +350,10 @@ impl PlanRequest {
         let n = shapes.len();
         let mut levels = Vec::with_capacity(n);
         for (k, level_shape) in shapes.into_iter().enumerate() {
-            let chunks = per_level("chunks", chunks_given, k, n, ndim)?;
+            let chosen = self.levels.is_none();
+            let chunks = per_level("chunks", chunks_given, (k, n), chosen, ndim)?;
             let shards = match &self.shards {
-                Some(given) => per_level("shards", given, k, n, ndim)?,
+                Some(given) => per_level("shards", given, (k, n), chosen, ndim)?,
                 None => default_shards(&axes, &chunks),
             };
             let axis_pairs = shards.iter().zip(&chunks).zip(&axes).enumerate();

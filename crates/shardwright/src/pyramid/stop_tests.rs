@@ -106,3 +106,24 @@ fn explicit_levels_that_downsample_nothing_are_refused_at_once() {
         .to_string()
         .contains("at most 65 levels"));
 }
+
+#[test]
+fn per_level_shapes_that_do_not_match_the_chosen_levels_say_so() {
+    // Review of issue 23: the message named a level count the caller never chose.
+    let request = PlanRequest {
+        factors: vec![2, 2],
+        chunks: Some(vec![vec![512, 512], vec![128, 128]]),
+        ..Default::default()
+    };
+    let err = request
+        .plan(&[1000, 1000], "uint16")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("levels=None makes"), "{err}");
+    assert!(err.contains("give levels=2"), "{err}");
+    let fixed = PlanRequest {
+        levels: Some(2),
+        ..request
+    };
+    assert_eq!(fixed.plan(&[1000, 1000], "uint16").unwrap().levels.len(), 2);
+}
