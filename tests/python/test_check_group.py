@@ -199,3 +199,20 @@ def test_an_image_with_labels_checks_its_labels_too(levels):
     assert "array 'labels/cells/1':" in out.stdout and "5 arrays in" in out.stdout
     with pytest.raises(sw.NotAnArrayError, match="'0', '1', '2', 'labels/cells/0'"):
         sw.open(levels)
+
+
+def test_a_level_with_an_unsupported_codec_is_not_checked_and_the_rest_is(levels):
+    meta = json.loads((levels / "1" / "zarr.json").read_text())
+    meta["codecs"] = [{"name": "bogus"}]
+    (levels / "1" / "zarr.json").write_text(json.dumps(meta))
+    report = sw.check(levels)
+    assert list(report.arrays) == ["0", "2"] and not report.ok and not report.complete
+    assert "array codec 'bogus'" in report.not_checked["1"]
+    out = cli("check", "-q", "--json", levels)
+    assert out.returncode == 1, out.stdout + out.stderr
+    entries = json.loads(out.stdout)["arrays"]
+    assert [(a["path"], a.get("checked", True)) for a in entries] == [
+        ("0", True),
+        ("1", False),
+        ("2", True),
+    ]
