@@ -220,7 +220,10 @@ def check(
 
     A local Zarr group or OME-Zarr image (its folder) is checked array by array (an
     image's levels, nested groups): the result is a :class:`GroupCheckReport` holding one
-    :class:`CheckReport` per array, ``ok`` only if all of them are.
+    :class:`CheckReport` per array, ``ok`` only if all of them are; a member whose zarr.json
+    does not parse, or a level the image lists that is missing, is damage in ``broken``
+    (check cannot repair it), an array check cannot read (Zarr v2, an unsupported codec) is
+    in ``not_checked``, and either makes ``ok`` false.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> path = tempfile.mkdtemp() + "/a.zarr"

@@ -189,7 +189,9 @@ def _arrays_in(group: Path, depth: int = 3) -> list[str]:
                 visit(child, name + "/", left - 1)
 
     visit(group, "", depth)
-    return sorted(found, key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])
+    return sorted(
+        found, key=lambda p: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in p.split("/")]
+    )
 
 
 def _dims(values: Sequence[int], what: str, least: int = 0) -> list[int]:

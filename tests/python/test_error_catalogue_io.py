@@ -362,3 +362,11 @@ def test_cli(a, tmp_path, capfd):
     expect_cli("cli-levels", capfd, "pyramid", a.path, image, "--factors", "2,2", "--levels", "0")
     expect_cli("cli-exists", capfd, "copy", a.path, a.path)
     expect_cli("cli-compressor", capfd, "copy", a.path, tmp_path / "c.zarr", "--compressor", "lz4")
+
+
+def test_cli_check_on_a_group_an_object_store_cannot_list(s3_bucket, s3_client, capfd):
+    bucket, options = s3_bucket
+    group = b'{"zarr_format": 3, "node_type": "group"}'
+    s3_client.put_object(Bucket=bucket, Key="g.zarr/zarr.json", Body=group)
+    settings = [f"--storage-option={k}={v}" for k, v in options.items()]
+    expect_cli("cli-check-unlisted-group", capfd, "check", f"s3://{bucket}/g.zarr", *settings)

@@ -1,8 +1,10 @@
 //! `shardwright check PATH`: verify every stored shard of an array (index checksum, byte
 //! ranges, every inner chunk decoded), report the damaged ones, and with `--repair` mend
 //! them. Exit status: 0 no damage, 1 the check could not run (no array, storage failing:
-//! as every command's failure), 2 bad usage (as every command), 3 damage found and left (or
-//! some of it not repaired), 4 damage found and all of it repaired.
+//! as every command's failure; for a group, a member not checked and no damage found), 2
+//! bad usage (as every command), 3 damage found and left (or some of it not repaired; for a
+//! group, a member whose zarr.json does not parse or a listed level missing, which check
+//! cannot repair), 4 damage found and all of it repaired.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use shardwright::{Array, ErrorKind};
 
 use crate::interrupt::Interrupted;
 use crate::location::{self, Location};
-use crate::members;
+use crate::members::{self, Member};
 use crate::memory;
 use crate::output::{out, say};
 use crate::Job;
@@ -36,7 +38,10 @@ pub(crate) const REPAIRED: i32 = 4;
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// The array's folder (holding zarr.json) or an object-store URL; for a Zarr group or
-    /// an OME-Zarr image, every array in it is checked.
+    /// an OME-Zarr image, every array in it is checked: a member whose zarr.json does not
+    /// parse, or a level the image lists that is missing, is damage (exit 3, never
+    /// repaired); an array check cannot read (Zarr v2, an unsupported codec) is reported
+    /// "not checked" and makes the check incomplete (exit 1 unless damage is found).
     path: String,
     /// Check the shard indexes only (length, checksum, byte ranges): read each shard's
     /// index, decode no chunk.
@@ -102,7 +107,7 @@ fn checked(args: &Args, job: &Job) -> Result<i32, Failure> {
     if let Some(err) = location.not_an_array() {
         return Err(err);
     }
-    let Some(members) = members::arrays(&location)? else {
+    let Some(members) = members::members(&location, &args.path)? else {
         let array = open(&location, &location.path, &args.path)?;
         let report = check_one(&array, args, job)?;
         if args.json {
@@ -120,47 +125,98 @@ fn checked(args: &Args, job: &Job) -> Result<i32, Failure> {
     }
     let mut statuses = Vec::new();
     let mut json = Vec::new();
+    let mut not_checked = 0;
     for member in &members {
-        let text = format!("{}/{member}", args.path.trim_end_matches('/'));
-        let path = shardwright::store::join(&location.path, member);
-        let report = check_one(&open(&location, &path, &text)?, args, job)?;
-        statuses.push(status(&report));
+        let (name, entry, lines) = match member {
+            Member::Array(name) => {
+                let text = format!("{}/{name}", args.path.trim_end_matches('/'));
+                let path = shardwright::store::join(&location.path, name);
+                match open(&location, &path, &text) {
+                    Ok(array) => {
+                        let report = check_one(&array, args, job)?;
+                        statuses.push(status(&report));
+                        let mut lines = describe(&report);
+                        lines.push(summary(&report));
+                        (name, report.to_json(), lines)
+                    }
+                    Err(e) => {
+                        not_checked += 1;
+                        let why = e.to_string();
+                        let entry = serde_json::json!({ "checked": false, "reason": why });
+                        (name, entry, vec![format!("not checked: {why}")])
+                    }
+                }
+            }
+            Member::NotChecked(name, why) => {
+                not_checked += 1;
+                let entry = serde_json::json!({ "checked": false, "reason": why });
+                (name, entry, vec![format!("not checked: {why}")])
+            }
+            Member::Damaged(name, what) => {
+                statuses.push(DAMAGED);
+                let left = if args.repair {
+                    "; --repair cannot mend it: restore it, or write it again"
+                } else {
+                    "; check cannot repair it: restore it, or write it again"
+                };
+                let entry = serde_json::json!({ "ok": false, "damage": what });
+                (name, entry, vec![format!("damaged: {what}{left}")])
+            }
+        };
         if args.json {
-            let mut entry = report.to_json();
-            entry["path"] = member.as_str().into();
+            let mut entry = entry;
+            entry["path"] = name.as_str().into();
             json.push(entry);
         } else {
-            out!("array '{member}':");
-            for line in describe(&report) {
+            out!("array '{name}':");
+            for line in lines {
                 out!("  {line}");
             }
-            out!("  {}", summary(&report));
         }
     }
     let damaged = statuses.iter().filter(|&&s| s != CLEAN).count();
-    let status = if statuses.contains(&DAMAGED) {
-        DAMAGED
-    } else if statuses.contains(&REPAIRED) {
-        REPAIRED
-    } else {
-        CLEAN
-    };
+    let status = group_status(&statuses, not_checked);
     if args.json {
-        let group = serde_json::json!({ "ok": damaged == 0, "arrays": json });
+        let group = serde_json::json!({
+            "ok": damaged == 0 && not_checked == 0,
+            "complete": not_checked == 0,
+            "arrays": json,
+        });
         out!("{}", serde_json::to_string_pretty(&group)?);
     } else {
         let what = match status {
             CLEAN => "no damage",
             REPAIRED => "all damage repaired",
+            FAILED => "incomplete (no damage in the arrays checked)",
             _ => "damage left",
         };
+        let skipped = if not_checked > 0 {
+            format!(", {not_checked} not checked")
+        } else {
+            String::new()
+        };
         out!(
-            "check: {} arrays in '{}', {damaged} with damage: {what}",
+            "check: {} arrays in '{}', {damaged} with damage{skipped}: {what}",
             members.len(),
             args.path
         );
     }
     Ok(status)
+}
+
+/// A group's exit status from its checked members' `statuses` and the number of members
+/// `not_checked`: damage left anywhere: [`DAMAGED`]; else a member not checked: [`FAILED`]
+/// (the check is incomplete); else repaired anywhere: [`REPAIRED`]; else [`CLEAN`].
+fn group_status(statuses: &[i32], not_checked: usize) -> i32 {
+    if statuses.contains(&DAMAGED) {
+        DAMAGED
+    } else if not_checked > 0 {
+        FAILED
+    } else if statuses.contains(&REPAIRED) {
+        REPAIRED
+    } else {
+        CLEAN
+    }
 }
 
 /// Check one array, showing progress; an interruption is [`Interrupted`].
@@ -343,6 +399,36 @@ mod tests {
         let missing = dir.join("nothing.zarr");
         assert_eq!(run(&[missing.to_str().unwrap()]), super::FAILED);
         assert_eq!(run(&[text, "--no-such-flag"]), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_group_member_broken_missing_or_unreadable_is_reported() {
+        let dir = std::env::temp_dir().join(format!("shardwright-group-{}", std::process::id()));
+        let group = r#"{"zarr_format": 3, "node_type": "group", "attributes": {"ome":
+            {"multiscales": [{"datasets": [{"path": "0"}, {"path": "1"}, {"path": "2"}]}]}}}"#;
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("zarr.json"), group).unwrap();
+        for level in ["0", "1", "2"] {
+            let store = Arc::new(FilesystemStore::new(dir.join(level)));
+            Array::create(store, "", &ArraySpec::new(vec![4], "uint8", vec![2])).unwrap();
+        }
+        let text = dir.to_str().unwrap();
+        assert_eq!(run(&[text]), super::CLEAN);
+        std::fs::write(dir.join("1/zarr.json"), b"{\"zarr_format\": 3, \"node").unwrap();
+        assert_eq!(run(&[text]), super::DAMAGED);
+        assert_eq!(run(&[text, "--repair"]), super::DAMAGED);
+        std::fs::remove_dir_all(dir.join("1")).unwrap();
+        assert_eq!(run(&[text, "--json"]), super::DAMAGED);
+        let v2 = dir.join("1");
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(
+            dir.join("zarr.json"),
+            r#"{"zarr_format": 3, "node_type": "group"}"#,
+        )
+        .unwrap();
+        std::fs::write(v2.join(".zarray"), b"{}").unwrap();
+        assert_eq!(run(&[text]), super::FAILED);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
