@@ -203,7 +203,10 @@ def check(
     (long enough, its CRC-32C checksum, every entry the empty marker or a byte range inside
     the shard and off the index) and, unless ``quick``, every inner chunk decoded to its
     full size. Missing shards are the fill value, not damage. An unsharded array's chunks
-    are decoded one by one.
+    are decoded one by one. The stored shards are found with one listing of the array's
+    folder where the store lists (a local folder, an object store, a zarr-python store
+    with ``supports_listing``), so a check costs what is stored, not the grid's size;
+    on a store without a listing every grid cell is asked for.
 
     ``repair=True`` rewrites each damaged shard keeping every chunk that still decodes
     (its bytes copied verbatim), the rest becoming the fill value (``lost_chunks``); a

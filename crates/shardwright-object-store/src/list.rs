@@ -33,3 +33,39 @@ impl ObjectStoreBackend {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use object_store::memory::InMemory;
+    use shardwright::store::Store;
+    use shardwright::{Array, ArraySpec};
+
+    use crate::ObjectStoreBackend;
+
+    #[test]
+    fn lists_the_objects_under_a_folder_without_hidden_markers() {
+        let store = ObjectStoreBackend::new(Arc::new(InMemory::new()), "memory://test");
+        for key in ["a/c/0/1", "a/zarr.json", "a/c/0/.1.upload", "ab/c/0"] {
+            store.put(key, &[b"x"]).unwrap();
+        }
+        let mut keys = store.list_prefix("a").unwrap().unwrap();
+        keys.sort();
+        assert_eq!(keys, ["a/c/0/1", "a/zarr.json"]);
+        assert_eq!(store.list_prefix("").unwrap().unwrap().len(), 3);
+        assert_eq!(store.list_prefix("none").unwrap(), Some(vec![]));
+    }
+
+    #[test]
+    fn an_arrays_stored_shards_come_from_one_listing() {
+        let store = Arc::new(ObjectStoreBackend::new(
+            Arc::new(InMemory::new()),
+            "memory://t",
+        ));
+        let spec = ArraySpec::new(vec![1_000_000_000], "uint8", vec![64]).shards(vec![64]);
+        let array = Array::create(store.clone(), "big", &spec).unwrap();
+        store.put("big/c/99", &[b"x"]).unwrap();
+        assert_eq!(array.stored_shards().unwrap(), Some(vec![vec![99]]));
+    }
+}
