@@ -215,9 +215,9 @@ def check(
     overwritten (for a ``zarr.Array`` on a store that shardwright does not open natively,
     through the zarr-python store adapter, only writers in this process are seen: repair
     while no other process writes). ``progress``: ``True`` for a bar on stderr, or a
-    callable that receives a dict per batch of shards (``shards_done``, ``shards_total``,
-    ``shards_stored``,
-    ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
+    callable that receives a dict per batch of shards (``shards_done``, ``shards_total``
+    — the listed shards where the store lists, else the grid's cells —,
+    ``shards_stored``, ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
     raises for a target that is not an array, :class:`ReadOnlyError` for ``repair`` on an
     array opened read-only.
 
