@@ -217,9 +217,9 @@ def check(
     while no other process writes). ``progress``: ``True`` for a bar on stderr, or a
     callable that receives a dict per batch of shards (``shards_done``, ``shards_total``
     — the listed shards where the store lists, else the grid's cells —,
-    ``shards_stored``, ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
-    raises for a target that is not an array, :class:`ReadOnlyError` for ``repair`` on an
-    array opened read-only.
+    ``shards_stored``, ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what
+    :func:`shardwright.open` raises for a target that is not an array,
+    :class:`ReadOnlyError` for ``repair`` on an array opened read-only.
 
     A local Zarr group or OME-Zarr image (its folder) is checked array by array (an
     image's levels, nested groups): the result is a :class:`GroupCheckReport` holding one
