@@ -167,6 +167,27 @@ class StoreAdapter:
         except FileNotFoundError:
             pass
 
+    def list_prefix(self, prefix: str) -> list[str] | None:
+        """The keys under the folder ``prefix`` (``""``: every key), from the store's own
+        listing (one request per page on an object store), or None if the store cannot
+        list (``supports_listing`` false): the engine then asks for each key it needs.
+
+        >>> import zarr
+        >>> adapter = StoreAdapter(zarr.storage.MemoryStore())
+        >>> adapter.set("a/c/0", b"x"); adapter.set("ab/c/0", b"y")
+        >>> adapter.list_prefix("a")
+        ['a/c/0']
+        """
+        if not getattr(self._store, "supports_listing", False):
+            return None
+        folder = prefix.strip("/")
+        start = f"{folder}/" if folder else ""
+
+        async def collect() -> list[str]:
+            return [key async for key in self._store.list_prefix(start)]
+
+        return sync(collect())
+
     def delete_dir(self, prefix: str) -> None:
         """Remove everything under ``prefix`` (never the whole store)."""
         if not prefix.strip("/"):

@@ -165,10 +165,11 @@ class Array(OpensOnFirstUse, ZarrNames):
         Shrinking stores the new shape, then deletes the shards wholly outside it and sets
         the elements past the new edge in the shards that stay to the fill value (one merge
         per edge shard): a later grow shows the fill value, not old data, even after a
-        failure (the next resize finishes the clearing first). Like zarr-python's, a
-        handle reads the shape when it is opened: a handle opened before another one shrank
-        the array still writes past the new edge (and a later grow shows that data), so
-        resize while no other handle writes, and reopen handles after it.
+        failure (the next resize finishes the clearing first). Only the stored shards are
+        visited where the store lists (one listing), not every cell cut off. Like
+        zarr-python's, a handle reads the shape when it is opened: a handle opened before
+        another one shrank the array still writes past the new edge (and a later grow shows
+        that data), so resize while no other handle writes, and reopen handles after it.
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/a.zarr", shape=(6,), dtype="int8",

@@ -203,7 +203,10 @@ def check(
     (long enough, its CRC-32C checksum, every entry the empty marker or a byte range inside
     the shard and off the index) and, unless ``quick``, every inner chunk decoded to its
     full size. Missing shards are the fill value, not damage. An unsharded array's chunks
-    are decoded one by one.
+    are decoded one by one. The stored shards are found with one listing of the array's
+    folder where the store lists (a local folder, an object store, a zarr-python store
+    with ``supports_listing``), so a check costs what is stored, not the grid's size;
+    on a store without a listing every grid cell is asked for.
 
     ``repair=True`` rewrites each damaged shard keeping every chunk that still decodes
     (its bytes copied verbatim), the rest becoming the fill value (``lost_chunks``); a
@@ -212,11 +215,11 @@ def check(
     overwritten (for a ``zarr.Array`` on a store that shardwright does not open natively,
     through the zarr-python store adapter, only writers in this process are seen: repair
     while no other process writes). ``progress``: ``True`` for a bar on stderr, or a
-    callable that receives a dict per batch of shards (``shards_done``, ``shards_total``,
-    ``shards_stored``,
-    ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what :func:`shardwright.open`
-    raises for a target that is not an array, :class:`ReadOnlyError` for ``repair`` on an
-    array opened read-only.
+    callable that receives a dict per batch of shards (``shards_done``, ``shards_total``
+    — the listed shards where the store lists, else the grid's cells —,
+    ``shards_stored``, ``chunks_decoded``, ``bytes_read``, ``damaged``). Raises what
+    :func:`shardwright.open` raises for a target that is not an array,
+    :class:`ReadOnlyError` for ``repair`` on an array opened read-only.
 
     A local Zarr group or OME-Zarr image (its folder) is checked array by array (an
     image's levels, nested groups): the result is a :class:`GroupCheckReport` holding one

@@ -8,8 +8,10 @@ use shardwright::format::shard;
 use shardwright::store::join;
 use shardwright::Array;
 
+use crate::interrupt::Interrupted;
 use crate::location::{self, Location};
 use crate::output::out;
+use crate::Job;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -24,7 +26,7 @@ pub(crate) struct Args {
     storage_options: Vec<String>,
 }
 
-pub(crate) fn run(args: &Args) -> Result<(), Failure> {
+pub(crate) fn run(args: &Args, job: &Job) -> Result<(), Failure> {
     let options = location::options(&args.storage_options)?;
     let location = Location::parse(&args.path, &options)?;
     if let Some(err) = location.not_an_array() {
@@ -35,16 +37,17 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
         .get(&join(&location.path, "zarr.json"))?
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     if let Some(group) = metadata.as_ref().filter(|m| m["node_type"] == "group") {
-        return describe_group(&location, group, &options);
+        return describe_group(&location, group, &options, job);
     }
     out!("path:          {}", args.path);
-    describe_array(&location, &options)
+    describe_array(&location, &options, job)
 }
 
 fn describe_group(
     location: &Location,
     group: &Value,
     options: &[(String, String)],
+    job: &Job,
 ) -> Result<(), Failure> {
     let ome = &group["attributes"]["ome"];
     let Some(multiscale) = ome["multiscales"].get(0) else {
@@ -79,12 +82,16 @@ fn describe_group(
         let scale = &dataset["coordinateTransformations"][0]["scale"];
         out!("\nlevel {path} (scale {scale}):");
         let text = format!("{}/{path}", location.text.trim_end_matches('/'));
-        describe_array(&Location::parse(&text, options)?, options)?;
+        describe_array(&Location::parse(&text, options)?, options, job)?;
     }
     Ok(())
 }
 
-fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(), Failure> {
+fn describe_array(
+    location: &Location,
+    options: &[(String, String)],
+    job: &Job,
+) -> Result<(), Failure> {
     let array = match Array::open(Arc::clone(&location.store), &location.path) {
         Ok(array) => array,
         Err(e) if location.folder.is_some() => return describe_other(location, options, &e),
@@ -109,11 +116,9 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
         out!("chunks:        {:?} (not sharded)", layout.chunk_shape());
         out!("codecs:        {codecs}");
         let (mut stored, mut bytes) = (0u64, 0u64);
-        for chunk in array.shards() {
-            if let Some(size) = array
-                .store()
-                .size(&array.shard_key(chunk.index().expect("indexed")))?
-            {
+        for index in stored_or_every(&array)? {
+            stop_if_told(job)?;
+            if let Some(size) = array.store().size(&array.shard_key(&index))? {
                 stored += 1;
                 bytes += size;
             }
@@ -144,8 +149,9 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
     );
     out!("codecs:        {codecs}");
     let (mut stored, mut bytes, mut chunks_stored) = (0u64, 0u64, 0u64);
-    for shard_domain in array.shards() {
-        let key = array.shard_key(shard_domain.index().expect("indexed"));
+    for cell in stored_or_every(&array)? {
+        stop_if_told(job)?;
+        let key = array.shard_key(&cell);
         let Some(size) = array.store().size(&key)? else {
             continue;
         };
@@ -170,6 +176,27 @@ fn describe_array(location: &Location, options: &[(String, String)]) -> Result<(
         bytes as f64 / MIB,
         total - chunks_stored
     );
+    Ok(())
+}
+
+/// The grid indices of the shards (chunks) that may be stored: the listed ones where the
+/// store lists (what is stored), else every cell of the grid.
+fn stored_or_every(array: &Array) -> Result<Box<dyn Iterator<Item = Vec<u64>> + '_>, Failure> {
+    Ok(match array.stored_shards()? {
+        Some(listed) => Box::new(listed.into_iter()),
+        None => Box::new(
+            array
+                .shards()
+                .map(|cell| cell.index().unwrap_or_default().to_vec()),
+        ),
+    })
+}
+
+/// [`Interrupted`] once Ctrl-C (or SIGTERM) came.
+fn stop_if_told(job: &Job) -> Result<(), Failure> {
+    if job.stop() {
+        return Err(Interrupted("info stopped part way; nothing was changed").into());
+    }
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT) and SIGTERM during a long command: `pyramid`, `copy`, `check` and `demo`
+//! Ctrl-C (SIGINT) and SIGTERM during a long command: `pyramid`, `copy`, `check`, `info` and `demo`
 //! stop starting work at the next shard, abort the uploads under way and remove their
 //! temporary files (the build's writers do that when dropped), say so and exit with
 //! [`INTERRUPTED`]. A second signal ends the process at once.

@@ -82,7 +82,7 @@ where
     run_with(args, Interrupts::Ignore)
 }
 
-/// [`run`], stopping `pyramid`, `copy`, `check` and `demo` cleanly when `interrupts` says
+/// [`run`], stopping `pyramid`, `copy`, `check`, `info` and `demo` cleanly when `interrupts` says
 /// so: no new shard is started, uploads under way are aborted and their temporary files
 /// removed, "interrupted: …" is printed on stderr and the code is [`INTERRUPTED`] (130).
 ///
@@ -110,7 +110,7 @@ where
     };
     let result = match cli.command {
         Command::Demo(args) => job.long(|| demo::run(&args, &job)).map(|()| 0),
-        Command::Info(args) => info::run(&args).map(|()| 0),
+        Command::Info(args) => job.long(|| info::run(&args, &job)).map(|()| 0),
         Command::Pyramid(args) => job.long(|| build::pyramid(&args, &job)).map(|()| 0),
         Command::Copy(args) => job.long(|| build::copy(&args, &job)).map(|()| 0),
         Command::Bench(args) => bench::run(&args).map(|()| 0),

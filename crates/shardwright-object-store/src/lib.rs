@@ -40,6 +40,7 @@
 mod abandoned;
 mod credentials;
 mod from_url;
+mod list;
 mod redact;
 mod runtime;
 mod upload;
@@ -438,6 +439,11 @@ impl Store for ObjectStoreBackend {
 
     fn deletes_conditionally(&self) -> bool {
         false
+    }
+
+    /// One listing request per page of keys (hidden upload markers left out).
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        self.list_keys(prefix).map(Some)
     }
 
     /// The multipart uploads under `prefix` recorded more than [`ABANDONED_AFTER`] ago

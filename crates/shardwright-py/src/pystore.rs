@@ -196,6 +196,17 @@ impl Store for PyZarrStore {
         )
     }
 
+    /// The zarr store's own listing (`supports_listing`), or `None` without one.
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        Python::attach(|py| {
+            self.adapter
+                .bind(py)
+                .call_method1("list_prefix", (prefix,))
+                .and_then(|keys| keys.extract::<Option<Vec<String>>>())
+                .map_err(|e| self.fail(prefix, &e))
+        })
+    }
+
     fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
         let _locked = key_lock(key);
         self.size_unlocked(key)

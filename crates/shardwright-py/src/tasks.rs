@@ -178,15 +178,11 @@ impl PyPyramidTasks {
                 .iter()
                 .zip(self.inner.levels())
                 .map(|(linear, array)| {
-                    array
-                        .shards()
-                        .filter(|s| {
-                            s.index().is_some_and(|i| {
-                                linear.contains(&array.shard_grid().linear_index(i))
-                            })
-                        })
-                        .filter_map(|s| s.index().map(<[u64]>::to_vec))
-                        .collect()
+                    // what is stored, in C order: not a walk over the whole grid
+                    let mut linear: Vec<u64> = linear.iter().copied().collect();
+                    linear.sort_unstable();
+                    let grid = array.shard_grid().grid_shape();
+                    linear.into_iter().map(|n| unravel(n, grid)).collect()
                 })
                 .collect())
         })
@@ -228,4 +224,14 @@ impl Place {
             self.path.clone(),
         )
     }
+}
+
+/// The grid index (C order) of linear index `n` in a grid of shape `grid`.
+fn unravel(mut n: u64, grid: &[u64]) -> Vec<u64> {
+    let mut index = vec![0; grid.len()];
+    for (i, extent) in index.iter_mut().zip(grid).rev() {
+        *i = n % extent.max(&1);
+        n /= extent.max(&1);
+    }
+    index
 }

@@ -190,6 +190,54 @@ impl Array {
         Ok(self.shard_grid.cell(index)?)
     }
 
+    /// The grid indices of the stored shards (chunks, unsharded), in C order, from one
+    /// listing of the array's folder ([`Store::list_prefix`]), or `None` if the store
+    /// cannot list (callers then ask for each shard). It costs what is stored, not what
+    /// the grid could hold: keys that are not this array's shard keys are left out.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore, Store};
+    /// let store = Arc::new(MemoryStore::new());
+    /// let spec = ArraySpec::new(vec![1_000_000_000], "uint8", vec![64]);
+    /// let array = Array::create(store.clone(), "a", &spec).unwrap();
+    /// store.put("a/c/7", &[b"x"]).unwrap();
+    /// assert_eq!(array.stored_shards().unwrap(), Some(vec![vec![7]]));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Store`] if listing fails.
+    pub fn stored_shards(&self) -> Result<Option<Vec<Vec<u64>>>> {
+        let Some(keys) = self.store.list_prefix(&self.path)? else {
+            return Ok(None);
+        };
+        let mut found: Vec<Vec<u64>> = keys.iter().filter_map(|k| self.index_of_key(k)).collect();
+        found.sort_unstable();
+        found.dedup();
+        Ok(Some(found))
+    }
+
+    /// The grid index of the shard stored at `key`, if it is one of this array's keys.
+    fn index_of_key(&self, key: &str) -> Option<Vec<u64>> {
+        let relative = if self.path.is_empty() {
+            key
+        } else {
+            key.strip_prefix(self.path.as_str())?.strip_prefix('/')?
+        };
+        let grid = self.shard_grid.grid_shape();
+        let parts: Vec<&str> = relative.split(['/', '.']).collect();
+        let start = parts.len().checked_sub(grid.len())?;
+        let index = parts
+            .get(start..)?
+            .iter()
+            .zip(grid)
+            .map(|(p, n)| p.parse::<u64>().ok().filter(|i| i < n))
+            .collect::<Option<Vec<u64>>>()?;
+        // Only what the array's own key encoding makes of the index: not `zarr.json`,
+        // not another encoding's spelling, not `01` for `1`.
+        (self.layout.shard_key(&index) == relative).then_some(index)
+    }
+
     /// The storage key of the shard at grid index `index`.
     #[must_use]
     pub fn shard_key(&self, index: &[u64]) -> String {
@@ -222,3 +270,7 @@ impl Array {
         crate::read::read_region(self.store.as_ref(), &self.layout, &self.path, region)
     }
 }
+
+#[cfg(test)]
+#[path = "array_stored_tests.rs"]
+mod stored_tests;

@@ -260,9 +260,9 @@ impl CheckReport {
 /// Progress of a check, after each batch of shards.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckProgress {
-    /// Grid cells visited.
+    /// Shards visited: grid cells, or, where the store lists, listed shards.
     pub shards_done: u64,
-    /// Grid cells in all.
+    /// Shards to visit: the grid's cells, or, where the store lists, the listed shards.
     pub shards_total: u64,
     /// Stored shards found so far.
     pub shards_stored: u64,

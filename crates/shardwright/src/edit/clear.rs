@@ -93,8 +93,9 @@ impl Array {
     }
 
     /// Delete the shards wholly outside `shape` and set the elements outside it in the
-    /// shards meeting it to the fill value: only the shards meeting the slabs `shape`
-    /// cuts off are visited (none when no axis shrinks).
+    /// shards meeting it to the fill value: only the stored shards are visited where the
+    /// store lists ([`Array::stored_shards`]), else the shards meeting the slabs `shape`
+    /// cuts off (none when no axis shrinks).
     pub(super) fn clear_outside(&self, shape: &[u64]) -> Result<()> {
         let kept = Domain::from_shape(shape.to_vec());
         let old = self.bounds();
@@ -102,6 +103,19 @@ impl Array {
             .intersect(&kept)
             .unwrap_or_else(|| Domain::new(vec![0; shape.len()], vec![0; shape.len()]));
         let fill = self.layout().fill_value_bytes().to_vec();
+        if let Some(stored) = self.stored_shards()? {
+            // One listing: only the stored shards are visited, not the grid's cells.
+            for index in stored {
+                let shard = self.shard(&index)?;
+                let within = kept
+                    .intersect(&shard)
+                    .is_some_and(|p| p.origin() == shard.origin() && p.shape() == shard.shape());
+                if !within {
+                    self.clear_shard_outside(&kept, &shard, &index, &fill, true)?;
+                }
+            }
+            return Ok(());
+        }
         let mut seen = std::collections::HashSet::new();
         for slab in outside_of(&old, &inside) {
             for shard in self.shards_meeting(&slab) {
@@ -111,20 +125,34 @@ impl Array {
                 if !seen.insert(index.clone()) {
                     continue;
                 }
-                let key = self.shard_key(&index);
-                match kept.intersect(&shard).filter(|part| !part.is_empty()) {
-                    None => self.store().delete(&key)?,
-                    Some(part) => {
-                        if self.store().size(&key)?.is_none() {
-                            continue;
-                        }
-                        let writer = self.shard_writer(&shard)?;
-                        for piece in outside_of(&shard, &part) {
-                            writer.write_region_value(&piece, &fill)?;
-                        }
-                        writer.commit()?;
-                    }
+                self.clear_shard_outside(&kept, &shard, &index, &fill, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete `shard` (at grid `index`) if it lies wholly outside `kept`, else set its
+    /// elements outside `kept` to `fill` — if it is stored (`listed`: known to be).
+    fn clear_shard_outside(
+        &self,
+        kept: &Domain,
+        shard: &Domain,
+        index: &[u64],
+        fill: &[u8],
+        listed: bool,
+    ) -> Result<()> {
+        let key = self.shard_key(index);
+        match kept.intersect(shard).filter(|part| !part.is_empty()) {
+            None => self.store().delete(&key)?,
+            Some(part) => {
+                if !listed && self.store().size(&key)?.is_none() {
+                    return Ok(());
                 }
+                let writer = self.shard_writer(shard)?;
+                for piece in outside_of(shard, &part) {
+                    writer.write_region_value(&piece, fill)?;
+                }
+                writer.commit()?;
             }
         }
         Ok(())

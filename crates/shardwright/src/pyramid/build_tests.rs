@@ -103,6 +103,28 @@ fn a_stopped_build_resumes_writing_only_the_missing_shards() {
 }
 
 #[test]
+fn resume_finds_the_stored_shards_by_listing_each_level_once() {
+    let shape = vec![2, 64, 64];
+    let source = BufferSource::new(data(&shape), shape.clone(), "uint16");
+    let store = Arc::new(InstrumentedStore::new(Arc::new(MemoryStore::new())));
+    let mut opts = options(vec![1, 2, 2], 3, vec![1, 4, 4], vec![1, 4, 4]);
+    opts.commits_in_flight = 1;
+    let mut seen = 0;
+    let stopped = pyramid(&source, store.clone(), "p", &opts, &mut |_| {
+        seen += 1;
+        seen < 5
+    });
+    assert_eq!(stopped.unwrap_err(), Error::Pyramid(PyramidError::Stopped));
+    store.reset();
+    opts.resume = true;
+    let report = pyramid(&source, store.clone(), "p", &opts, &mut |_| true).unwrap();
+    assert!(report.shards_skipped.iter().sum::<u64>() >= 5);
+    let counts = store.counts();
+    // one listing per level, no size query per grid cell (2×16×16 + 2×8×8 + 2×4×4 cells)
+    assert_eq!((counts.lists, counts.sizes), (3, 0), "{counts:?}");
+}
+
+#[test]
 fn resume_refuses_other_settings() {
     let shape = vec![1, 16, 16];
     let source = BufferSource::new(data(&shape), shape.clone(), "uint16");

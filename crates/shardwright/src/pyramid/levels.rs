@@ -153,6 +153,11 @@ pub(super) fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
     arrays
         .iter()
         .map(|array| {
+            // One listing where the store has one: resuming costs what is stored.
+            if let Some(listed) = array.stored_shards()? {
+                let grid = array.shard_grid();
+                return Ok(listed.iter().map(|i| grid.linear_index(i)).collect());
+            }
             let mut stored = HashSet::new();
             for shard in array.shards() {
                 let Some(index) = shard.index() else {

@@ -570,6 +570,10 @@ impl Store for FaultyStore {
         )
     }
 
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        self.inner.list_prefix(prefix)
+    }
+
     fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {
         self.inner.debris(prefix, remove)
     }

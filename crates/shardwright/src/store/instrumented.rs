@@ -20,6 +20,8 @@ pub enum IoEvent {
     Delete(String),
     /// A conditional put of this many bytes (whether it succeeded or conflicted).
     PutIf(String, u64),
+    /// A listing of the keys under this prefix (recorded only when the store can list).
+    List(String),
 }
 
 /// Counts of the calls an [`InstrumentedStore`] has seen.
@@ -41,13 +43,15 @@ pub struct IoCounts {
     pub bytes_written: u64,
     /// Conditional puts refused with a conflict (also counted in `puts`).
     pub conflicts: u64,
+    /// Listings of a prefix (by a store that can list).
+    pub lists: u64,
 }
 
 impl IoCounts {
     /// Every call of any kind.
     #[must_use]
     pub fn calls(&self) -> u64 {
-        self.gets + self.range_gets + self.sizes + self.puts + self.deletes
+        self.gets + self.range_gets + self.sizes + self.puts + self.deletes + self.lists
     }
 }
 
@@ -261,6 +265,14 @@ impl Store for InstrumentedStore {
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.record(IoEvent::Delete(key.into()), |c| c.deletes += 1);
         self.inner.delete(key)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let keys = self.inner.list_prefix(prefix)?;
+        if keys.is_some() {
+            self.record(IoEvent::List(prefix.into()), |c| c.lists += 1);
+        }
+        Ok(keys)
     }
 
     fn debris(&self, prefix: &str, remove: bool) -> Result<Vec<Debris>, StoreError> {

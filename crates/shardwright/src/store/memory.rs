@@ -139,6 +139,17 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let values = self.lock();
+        Ok(Some(
+            values
+                .keys()
+                .filter(|k| super::is_under(prefix, k))
+                .cloned()
+                .collect(),
+        ))
+    }
+
     fn begin_upload(&self, key: &str) -> Result<Option<Box<dyn Upload>>, StoreError> {
         check_key(key)?;
         Ok(Some(Box::new(MemoryUpload {

@@ -321,6 +321,27 @@ pub trait Store: Send + Sync + fmt::Debug {
         true
     }
 
+    /// Every key under `prefix` (a folder key: keys starting with `prefix/`; `""` for the
+    /// whole store), in no set order, or `None` if this store cannot list (callers then ask
+    /// for each key they need). A filesystem leaves out its hidden files (a writer's
+    /// temporaries). Costs what is stored, not what could be: one request per page on an
+    /// object store. The default: `None`.
+    ///
+    /// ```
+    /// use shardwright::store::{MemoryStore, Store};
+    /// let store = MemoryStore::new();
+    /// store.put("a/c/0", &[b"x"]).unwrap();
+    /// store.put("ab", &[b"y"]).unwrap();
+    /// assert_eq!(store.list_prefix("a").unwrap(), Some(vec!["a/c/0".to_string()]));
+    /// ```
+    ///
+    /// # Errors
+    /// [`StoreError`] if the backend fails to list.
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let _ = prefix;
+        Ok(None)
+    }
+
     /// Crash debris under `prefix`: what killed writers left behind — a filesystem's stale
     /// temporary files (whose writer's lock is gone), an object store's abandoned multipart
     /// uploads (recorded older than a day) — removed too when `remove` is true. Never a
@@ -337,6 +358,22 @@ pub trait Store: Send + Sync + fmt::Debug {
         let _ = (prefix, remove);
         Ok(Vec::new())
     }
+}
+
+/// Whether `key` lies under the folder key `prefix` (`""`: every key), as
+/// [`Store::list_prefix`] means it.
+///
+/// ```
+/// use shardwright::store::is_under;
+/// assert!(is_under("a", "a/c/0") && is_under("", "b") && !is_under("a", "ab/c"));
+/// ```
+#[must_use]
+pub fn is_under(prefix: &str, key: &str) -> bool {
+    let prefix = prefix.trim_matches('/');
+    prefix.is_empty()
+        || key
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// One piece of crash debris found by [`Store::debris`]: its key and what it is.

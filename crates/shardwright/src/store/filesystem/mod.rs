@@ -6,6 +6,7 @@
 //! of a folder to overwrite it in `overwrite`.
 
 mod debris;
+mod list;
 mod overwrite;
 mod upload;
 mod version;
@@ -219,6 +220,11 @@ impl Store for FilesystemStore {
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.remove(key, None)
+    }
+
+    /// Every file under `prefix` but hidden ones (temporaries); links are not followed.
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>, StoreError> {
+        self.list_files(prefix).map(Some)
     }
 
     /// The stale temporary files under `prefix` (see [`FilesystemStore::stale_temporaries`]).
