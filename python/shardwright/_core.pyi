@@ -23,7 +23,9 @@ def remove_folder_to_overwrite(path: str | PathLike[str]) -> None:
     """Remove ``path`` to overwrite it; refuses '', '.', '/', the home and current folders."""
 
 def run_cli(argv: list[str | bytes]) -> int:
-    """Run the ``shardwright`` command line (program name first); returns the exit code."""
+    """Run the ``shardwright`` command line (program name first); returns the exit code.
+    An exception a signal handler raises during a long command stops it cleanly and is then
+    raised again."""
 
 _Cell = tuple[list[int], list[int], list[int]]
 

@@ -5,6 +5,7 @@ finishes the same pyramid."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -50,7 +51,9 @@ def test_an_interrupted_cli_pyramid_cleans_up_and_resumes(tmp_path, source, sign
     src, data = source
     dest = tmp_path / "p.zarr"
     args = [sys.executable, "-m", "shardwright", "pyramid", src, dest, "--factors", "1,1,2,2,2"]
-    args += ["--levels", "3", "--chunks", "1,1,32,128,128", "--shards", "1,1,64,256,256", "-q"]
+    # Small shards: 4,096 at level 0, so that when the test signals after the first is
+    # stored, thousands remain and the build cannot finish first, however loaded the machine.
+    args += ["--levels", "3", "--chunks", "1,1,8,32,32", "--shards", "1,1,8,32,32", "-q"]
     args = [str(a) for a in args]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -77,3 +80,76 @@ def test_an_interrupted_cli_pyramid_cleans_up_and_resumes(tmp_path, source, sign
     for k, want in enumerate(levels_of(data, (1, 1, 2, 2, 2), 3)):
         np.testing.assert_array_equal(zarr.open_array(dest / str(k))[...], want, err_msg=str(k))
     assert sw.check(dest).ok
+
+
+def test_an_exception_from_a_signal_handler_stops_the_command_and_propagates(tmp_path, capfd):
+    # A SIGALRM handler raising TimeoutError (as pytest-timeout's does) during a long command:
+    # the command stops cleanly, then the exception reaches the caller of main().
+    from shardwright import _cli
+
+    def expire(signum, frame):
+        raise TimeoutError("too slow")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(TimeoutError, match="too slow"):
+            _cli.main(["demo", str(tmp_path / "demo"), "--shape", "1,1,64,1024,1024", *SMALL])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert "interrupted: the demo stopped" in capfd.readouterr().err
+
+
+#: Small shards, so that a long command has thousands to write.
+SMALL = ["--levels", "3", "--shards", "1,1,8,32,32", "--chunks", "1,1,8,32,32", "-q"]
+
+
+def run_console(monkeypatch, fake, argv):
+    """Run ``console()`` with ``fake`` in place of the compiled command line."""
+    from shardwright import _cli
+
+    monkeypatch.setattr(_cli._core, "run_cli", fake)
+    monkeypatch.setattr(sys, "argv", ["shardwright", *argv])
+    with pytest.raises(SystemExit) as exited:
+        _cli.console()
+    return exited.value.code
+
+
+def test_after_the_first_interrupt_a_second_ends_the_console_script_at_once(monkeypatch):
+    seen = {}
+
+    def fake(argv):  # the command polls the handlers after a shard, as run_cli does
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            seen["int"] = signal.getsignal(signal.SIGINT)
+            seen["term"] = signal.getsignal(signal.SIGTERM)
+            raise
+        return 0
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert run_console(monkeypatch, fake, ["pyramid", "a", "b"]) == 130
+    # While the command winds down, a second signal gets the default disposition: it ends
+    # the process (docs/errors.md).
+    assert seen == {"int": signal.SIG_DFL, "term": signal.SIG_DFL}
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_the_console_script_leaves_an_ignored_sigint_ignored(monkeypatch):
+    seen = []
+
+    def fake(argv):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return 0
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `shardwright ... &` in sh
+    try:
+        assert run_console(monkeypatch, fake, ["pyramid", "a", "b"]) == 0
+        assert run_console(monkeypatch, fake, ["info", "a"]) == 0
+        assert seen == [signal.SIG_IGN, signal.SIG_IGN]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

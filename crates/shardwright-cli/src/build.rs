@@ -7,7 +7,7 @@ use shardwright_object_store::redact;
 
 use shardwright::pyramid::build::{self, BuildOptions, Report};
 use shardwright::pyramid::plan::PlanRequest;
-use shardwright::pyramid::Method;
+use shardwright::pyramid::{Method, PyramidError};
 use shardwright::Compressor;
 
 use crate::interrupt::Interrupted;
@@ -283,10 +283,16 @@ fn run(common: &Common, request: PlanRequest, as_pyramid: bool, job: &Job) -> Re
         },
     );
     shown.clear();
-    if job.stopped() {
-        return Err(Interrupted("rerun with --resume").into());
-    }
-    shown.finish(what, &built?)?;
+    // Only a build that stopped because it was told to is "interrupted": one that failed
+    // for another reason (a storage error), even after the signal, reports that error.
+    let report = match built {
+        Err(shardwright::Error::Pyramid(PyramidError::Stopped)) if job.stopped() => {
+            return Err(Interrupted("rerun with --resume").into())
+        }
+        Ok(_) if job.stopped() => return Err(Interrupted("rerun with --resume").into()),
+        built => built?,
+    };
+    shown.finish(what, &report)?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! instead ([`Interrupts::Poll`]), so that the interpreter's SIGINT keeps working.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// The exit status of an interrupted command: 128 + SIGINT (2), as shells report it.
 pub const INTERRUPTED: i32 = 130;
@@ -27,7 +28,8 @@ pub enum Interrupts<'a> {
     /// Never interrupted (the process's signal dispositions stay as they are).
     Ignore,
     /// Catch SIGINT and SIGTERM while a long command runs (the binary's choice; a second
-    /// signal gets the default disposition back and ends the process).
+    /// signal gets the default disposition back and ends the process). A signal ignored at
+    /// start stays ignored, and the previous dispositions come back when the command ends.
     Signals,
     /// Ask this function after each shard; `true` stops the command.
     Poll(&'a dyn Fn() -> bool),
@@ -35,6 +37,20 @@ pub enum Interrupts<'a> {
 
 /// Set by the signal handler.
 static CAUGHT: AtomicBool = AtomicBool::new(false);
+
+/// The signals a long command catches.
+const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+/// The dispositions [`Interrupts::arm`] replaced (`None`: left alone, e.g. a SIGINT that
+/// was ignored at start, as for `shardwright pyramid ... &` in a non-interactive shell),
+/// restored by [`Interrupts::disarm`].
+static PREVIOUS: Mutex<[Option<Disposition>; 2]> = Mutex::new([None, None]);
+
+/// A saved `sigaction`.
+struct Disposition(libc::sigaction);
+
+// SAFETY: a `sigaction` is plain data (a handler address, a mask and flags).
+unsafe impl Send for Disposition {}
 
 extern "C" fn caught(signal: libc::c_int) {
     CAUGHT.store(true, Ordering::SeqCst);
@@ -47,27 +63,44 @@ extern "C" fn caught(signal: libc::c_int) {
 }
 
 impl Interrupts<'_> {
-    /// Start listening (for [`Interrupts::Signals`], install the handlers).
+    /// Start listening (for [`Interrupts::Signals`], install the handlers, except for a
+    /// signal that was ignored: it stays ignored).
     pub(crate) fn arm(&self) {
         if let Interrupts::Signals = self {
             CAUGHT.store(false, Ordering::SeqCst);
-            let handler = caught as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            // SAFETY: the handler only stores an atomic and calls async-signal-safe
-            // functions.
-            unsafe {
-                libc::signal(libc::SIGINT, handler);
-                libc::signal(libc::SIGTERM, handler);
+            let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
+            for (slot, signal) in previous.iter_mut().zip(SIGNALS) {
+                // SAFETY: sigaction(2) with a zeroed (valid) struct; the handler only stores
+                // an atomic and calls async-signal-safe functions.
+                unsafe {
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                        || old.sa_sigaction == libc::SIG_IGN
+                    {
+                        *slot = None;
+                        continue;
+                    }
+                    let mut new: libc::sigaction = std::mem::zeroed();
+                    new.sa_sigaction = caught as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                    libc::sigemptyset(&mut new.sa_mask);
+                    new.sa_flags = libc::SA_RESTART;
+                    *slot =
+                        (libc::sigaction(signal, &new, &mut old) == 0).then_some(Disposition(old));
+                }
             }
         }
     }
 
-    /// Stop listening (for [`Interrupts::Signals`], the default dispositions again).
+    /// Stop listening (for [`Interrupts::Signals`], the dispositions [`Interrupts::arm`]
+    /// found again).
     pub(crate) fn disarm(&self) {
         if let Interrupts::Signals = self {
-            // SAFETY: restoring the default disposition.
-            unsafe {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
+            for (slot, signal) in previous.iter_mut().zip(SIGNALS) {
+                if let Some(Disposition(old)) = slot.take() {
+                    // SAFETY: reinstalling a disposition sigaction(2) returned.
+                    unsafe { libc::sigaction(signal, &old, std::ptr::null_mut()) };
+                }
             }
         }
     }

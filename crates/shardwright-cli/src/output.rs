@@ -36,12 +36,11 @@ pub(crate) fn line(args: fmt::Arguments<'_>) -> Result<(), Box<dyn std::error::E
         })
 }
 
-/// Whether `err` is (or wraps in an I/O error) a closed stdout.
+/// Whether `err` is a closed stdout: only [`line`]'s [`Closed`]. A broken pipe elsewhere (a
+/// file the command writes, e.g. `bench --json` into a FIFO whose reader went away) is an
+/// ordinary failure, reported as such.
 pub(crate) fn is_closed(err: &(dyn std::error::Error + 'static)) -> bool {
     err.is::<Closed>()
-        || err
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }
 
 /// Write a message on stderr; a closed stderr is ignored (there is nobody to tell).
@@ -66,3 +65,16 @@ macro_rules! say {
 }
 
 pub(crate) use {out, say};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_closed_stdout_is_closed() {
+        assert!(is_closed(&Closed));
+        // A broken pipe writing a file (`bench --json` into a FIFO) is an ordinary failure.
+        let fifo: Box<dyn std::error::Error> = io::Error::from(io::ErrorKind::BrokenPipe).into();
+        assert!(!is_closed(fifo.as_ref()));
+    }
+}

@@ -30,6 +30,9 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The destination's chunk and shard shape (one chunk a shard).
+const SHARD: &str = "1,1,8,32,32";
+
 fn pyramid(src: &Path, dst: &Path, extra: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
@@ -42,18 +45,16 @@ fn pyramid(src: &Path, dst: &Path, extra: &[&str]) -> Command {
             "--levels",
             "3",
         ])
-        .args([
-            "--chunks",
-            "1,1,16,64,64",
-            "--shards",
-            "1,1,32,128,128",
-            "-q",
-        ])
+        // Small shards: 2,336 of them (2,048 at level 0), so that when the test signals
+        // after the first is stored, thousands remain and the build cannot finish before
+        // the signal arrives, however loaded the machine.
+        .args(["--chunks", SHARD, "--shards", SHARD, "-q"])
         .args(extra);
     command
 }
 
-/// Start a pyramid, send `signal` once its first shard is stored, and check the outcome;
+/// Start a pyramid, send `signal` once its first shard is stored (thousands remain), and
+/// check the outcome: exit 130, the message, no temporary file, fewer shards than the whole;
 /// then finish it with `--resume` and compare with `reference`.
 fn interrupt_then_resume(dir: &Path, src: &Path, reference: &Path, signal: libc::c_int) {
     let dst = dir.join(format!("p{signal}.zarr"));
@@ -85,6 +86,11 @@ fn interrupt_then_resume(dir: &Path, src: &Path, reference: &Path, signal: libc:
         .filter(|f| f.to_string_lossy().contains("shardwright-tmp"))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
+    let stored = files(&dst).len();
+    assert!(
+        stored < files(reference).len(),
+        "signal {signal}: the build finished ({stored} files)"
+    );
 
     let resumed = pyramid(src, &dst, &["--resume"]).output().unwrap();
     assert!(resumed.status.success(), "{resumed:?}");
@@ -135,5 +141,53 @@ fn sigint_and_sigterm_stop_a_pyramid_cleanly_and_resume_finishes_it() {
     assert!(built.status.success(), "{built:?}");
     interrupt_then_resume(&dir, &src, &reference, libc::SIGINT);
     interrupt_then_resume(&dir, &src, &reference, libc::SIGTERM);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A SIGINT ignored at start (`shardwright pyramid ... &` in a non-interactive shell) stays
+/// ignored: the pyramid finishes.
+#[test]
+fn an_ignored_sigint_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = std::env::temp_dir().join(format!("sw-ignored-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let made = Command::new(BIN)
+        .args(["demo", text(&dir), "--shape", "1,1,64,512,512", "-q"])
+        .args(["--levels", "2", "--shards", "1,1,32,128,128"])
+        .args(["--chunks", "1,1,16,64,64"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let dst = dir.join("p.zarr");
+    let mut command = pyramid(&dir.join("volume.zarr"), &dst, &[]);
+    // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !files(&dst.join("0/c"))
+        .iter()
+        .any(|f| !f.file_name().unwrap().to_string_lossy().starts_with('.'))
+    {
+        assert!(Instant::now() < deadline, "no shard stored in time");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: signalling the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("interrupted"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -48,15 +48,24 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// returns the exit code. The same code as the `shardwright` binary built by cargo, except
 /// that it catches no signal: a long command (`pyramid`, `copy`, `check`, `demo`) asks
 /// Python's signal handlers after each shard, and one that raises (Ctrl-C's
-/// `KeyboardInterrupt`) stops it cleanly with exit code 130 (the exception is not raised
-/// again).
+/// `KeyboardInterrupt`, a SIGALRM handler's `TimeoutError`) stops it cleanly (it prints
+/// "interrupted: ...") and the exception is then raised again to the caller.
 #[pyfunction]
-fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> i32 {
-    py.detach(|| {
-        std::panic::catch_unwind(|| {
-            let poll = || Python::attach(|py| py.check_signals().is_err());
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<i32> {
+    // The first exception a signal handler raised; once there is one, stop without asking
+    // the handlers again (a second exception would replace it).
+    let raised: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let code = py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let poll = || {
+                let mut raised = raised.lock().unwrap_or_else(|e| e.into_inner());
+                if raised.is_none() {
+                    *raised = Python::attach(|py| py.check_signals().err());
+                }
+                raised.is_some()
+            };
             shardwright_cli::run_with(argv, shardwright_cli::Interrupts::Poll(&poll))
-        })
+        }))
         .unwrap_or_else(|panic| {
             eprintln!(
                 "shardwright: error: {}",
@@ -64,7 +73,11 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> i32 {
             );
             1
         })
-    })
+    });
+    match raised.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(err) => Err(err),
+        None => Ok(code),
+    }
 }
 
 /// The number of threads in the encoding pool.
