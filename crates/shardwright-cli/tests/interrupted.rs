@@ -53,6 +53,19 @@ fn pyramid(src: &Path, dst: &Path, extra: &[&str]) -> Command {
     command
 }
 
+/// Wait (up to 2 minutes) until level 0 of the pyramid at `dst` holds a stored shard (a
+/// file that is not a hidden temporary).
+fn wait_for_a_stored_shard(dst: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !files(&dst.join("0/c"))
+        .iter()
+        .any(|f| !f.file_name().unwrap().to_string_lossy().starts_with('.'))
+    {
+        assert!(Instant::now() < deadline, "no shard stored in time");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Start a pyramid, send `signal` once its first shard is stored (thousands remain), and
 /// check the outcome: exit 130, the message, no temporary file, fewer shards than the whole;
 /// then finish it with `--resume` and compare with `reference`.
@@ -63,14 +76,7 @@ fn interrupt_then_resume(dir: &Path, src: &Path, reference: &Path, signal: libc:
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !files(&dst.join("0/c"))
-        .iter()
-        .any(|f| !f.file_name().unwrap().to_string_lossy().starts_with('.'))
-    {
-        assert!(Instant::now() < deadline, "no shard stored in time");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_for_a_stored_shard(&dst);
     // SAFETY: signalling the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -172,14 +178,7 @@ fn an_ignored_sigint_stays_ignored() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !files(&dst.join("0/c"))
-        .iter()
-        .any(|f| !f.file_name().unwrap().to_string_lossy().starts_with('.'))
-    {
-        assert!(Instant::now() < deadline, "no shard stored in time");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_for_a_stored_shard(&dst);
     // SAFETY: signalling the child this test started.
     assert_eq!(
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },

@@ -121,12 +121,7 @@ impl ObjectStoreBackend {
                     .into(),
             });
         }
-        let prefix = prefix.trim_matches('/').to_string();
-        let location = if prefix.is_empty() {
-            None
-        } else {
-            Some(self.path(&prefix)?)
-        };
+        let (prefix, location) = self.list_location(prefix)?;
         let (inner, url) = (self.inner.clone(), self.url.clone());
         let now = SystemTime::now();
         block_on(async move {

@@ -13,12 +13,7 @@ impl ObjectStoreBackend {
     /// # Errors
     /// [`StoreError::InvalidKey`] for a bad prefix; [`StoreError::Io`] if listing fails.
     pub(crate) fn list_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let prefix = prefix.trim_matches('/').to_string();
-        let location = if prefix.is_empty() {
-            None
-        } else {
-            Some(self.path(&prefix)?)
-        };
+        let (prefix, location) = self.list_location(prefix)?;
         let (inner, url) = (self.inner.clone(), self.url.clone());
         block_on(async move {
             inner
@@ -31,6 +26,25 @@ impl ObjectStoreBackend {
                 .await
                 .map_err(|e| describe(&url, &prefix, &e))
         })
+    }
+}
+
+impl ObjectStoreBackend {
+    /// `prefix` without its outer slashes, and the location a listing of it starts at
+    /// (`None`: the whole store).
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidKey`] for a bad prefix.
+    pub(crate) fn list_location(
+        &self,
+        prefix: &str,
+    ) -> Result<(String, Option<object_store::path::Path>), StoreError> {
+        let prefix = prefix.trim_matches('/').to_string();
+        let location = match prefix.is_empty() {
+            true => None,
+            false => Some(self.path(&prefix)?),
+        };
+        Ok((prefix, location))
     }
 }
 
