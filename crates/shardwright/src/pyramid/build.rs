@@ -14,7 +14,7 @@
 //! Resume: shards already stored are whole (a commit is atomic), so a resumed run skips
 //! them, and reads only the source blocks some missing shard needs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 
 use super::driver::Driver;
 use super::grain::GrainReader;
@@ -25,94 +25,14 @@ use std::time::Instant;
 
 use super::downsample;
 use super::levels::{group_document, level_arrays, level_paths, stored_shards};
+pub use super::options::{BuildOptions, Progress, Report};
 use super::plan::{Plan, PlanRequest};
 use super::source::{element_size, Source};
 use super::PyramidError;
 use crate::array::METADATA_KEY;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::layout::Compressor;
 use crate::store::{join, Store};
-use crate::writer::WriterOptions;
-use crate::Array;
-
-/// How to build: the plan request plus what the written arrays look like.
-#[derive(Debug, Clone)]
-pub struct BuildOptions {
-    /// Factors, levels, method, chunk and shard shapes, axes.
-    pub request: PlanRequest,
-    /// The inner chunks' compressor.
-    pub compressor: Compressor,
-    /// Continue a job that stopped: keep the arrays and shards already stored (they must
-    /// have been made with the same settings) and write only the missing shards.
-    pub resume: bool,
-    /// The multiscale's name in the OME metadata (default: the last part of the path).
-    pub name: Option<String>,
-    /// An OME unit per axis (`None` or `""`: none).
-    pub units: Option<Vec<Option<String>>>,
-    /// The shard writers' options.
-    pub writer: WriterOptions,
-    /// Commits running in the background at most (each holds a writer's staged bytes).
-    pub commits_in_flight: usize,
-}
-
-impl BuildOptions {
-    /// Options for `request` with `compressor`, and defaults for the rest.
-    #[must_use]
-    pub fn new(request: PlanRequest, compressor: Compressor) -> Self {
-        Self {
-            request,
-            compressor,
-            resume: false,
-            name: None,
-            units: None,
-            writer: WriterOptions::default(),
-            commits_in_flight: 4,
-        }
-    }
-}
-
-/// Progress, after each shard is stored.
-#[derive(Debug, Clone, Default)]
-pub struct Progress {
-    /// The level of the shard just stored.
-    pub level: usize,
-    /// Shards stored so far, per level (skipped ones of a resumed run excluded).
-    pub shards_done: Vec<u64>,
-    /// Shards to store in this run, per level.
-    pub shards_total: Vec<u64>,
-    /// Raw bytes read from the source so far.
-    pub bytes_read: u64,
-    /// Bytes stored so far.
-    pub bytes_written: u64,
-}
-
-/// What a build did.
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// The written arrays, level 0 first.
-    pub levels: Vec<Array>,
-    /// Raw bytes read from the source: each element once (the source's size, less what a
-    /// resumed run skipped), unless source chunks larger than level 0's blocks had to be
-    /// read again (see [`Source::read_grain`]).
-    pub bytes_read: u64,
-    /// Bytes stored (shards and metadata).
-    pub bytes_written: u64,
-    /// Shards stored per level in this run.
-    pub shards_written: Vec<u64>,
-    /// Shards found stored already and skipped, per level (resume).
-    pub shards_skipped: Vec<u64>,
-    /// Puts and gets of the shard commits.
-    pub puts: u64,
-    /// Gets of the shard commits (0 unless a shard was merged).
-    pub gets: u64,
-    /// Wall time.
-    pub seconds: f64,
-    /// The bound on the raw bytes held at once: [`Plan::memory_bound`], plus the source
-    /// chunks held while the blocks they meet are served, when the source's chunks do not
-    /// nest in level 0's blocks ([`Source::read_grain`]).
-    pub memory_bound: u64,
-}
 
 /// Check `options` against `source` without reading or writing anything, and return the
 /// plan: what [`pyramid`] (`as_pyramid`) or [`copy`] would refuse, it refuses here, so a
@@ -252,35 +172,19 @@ fn run(
             method: plan.method,
         })
     })?;
-    let walk = Walk {
-        plan,
-        stored: &stored,
+    let walk = Arc::new(Walk {
+        plan: plan.clone(),
+        stored,
         resume: options.resume,
-    };
-    let mut driver = Driver {
-        walk: &walk,
-        arrays: &arrays,
-        data_type: &data_type,
+    });
+    let mut driver = Driver::new(
+        Arc::clone(&walk),
+        arrays,
+        data_type,
         element,
-        writers: (0..arrays.len()).map(|_| HashMap::new()).collect(),
-        blocks: (0..arrays.len()).map(|_| HashMap::new()).collect(),
-        pending: VecDeque::new(),
-        commits_in_flight: options.commits_in_flight.max(1),
-        progress: Progress {
-            level: 0,
-            shards_done: vec![0; arrays.len()],
-            shards_total: arrays
-                .iter()
-                .zip(&stored)
-                .map(|(a, s)| a.shard_grid().len() - s.len() as u64)
-                .collect(),
-            bytes_read: 0,
-            bytes_written: 0,
-        },
-        puts: 0,
-        gets: 0,
-        stopped: false,
-    };
+        options.commits_in_flight,
+    );
+    let plan = &walk.plan;
     let grains = GrainReader::new(source, plan, element);
     let cache_bound = grains.as_ref().map_or(0, |g| g.budget);
     let outcome = std::thread::scope(|scope| {
@@ -342,9 +246,10 @@ fn run(
     let finish = driver.finish(progress);
     outcome?;
     finish?;
-    let incomplete = arrays
+    let incomplete = driver
+        .arrays
         .iter()
-        .zip(&stored)
+        .zip(&walk.stored)
         .zip(&driver.progress.shards_done)
         .any(|((array, skipped), done)| done + skipped.len() as u64 != array.shard_grid().len());
     if incomplete
@@ -359,7 +264,7 @@ fn run(
         bytes_read: driver.progress.bytes_read,
         bytes_written: driver.progress.bytes_written,
         shards_written: driver.progress.shards_done.clone(),
-        shards_skipped: stored.iter().map(|s| s.len() as u64).collect(),
+        shards_skipped: walk.stored.iter().map(|s| s.len() as u64).collect(),
         puts: driver.puts,
         gets: driver.gets,
         seconds: started.elapsed().as_secs_f64(),
@@ -368,7 +273,7 @@ fn run(
             rayon::current_num_threads(),
             options.commits_in_flight.max(1),
         ) + cache_bound,
-        levels: arrays,
+        levels: driver.arrays,
     })
 }
 

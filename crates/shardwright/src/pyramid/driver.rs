@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::build::Progress;
 use super::downsample;
+use super::options::Progress;
 use super::walk::Walk;
 use super::PyramidError;
 use crate::domain::copy::copy_block;
@@ -20,10 +20,10 @@ pub(super) struct Assembling {
     filled: u64,
 }
 
-pub(super) struct Driver<'a> {
-    pub(super) walk: &'a Walk<'a>,
-    pub(super) arrays: &'a [Array],
-    pub(super) data_type: &'a str,
+pub(crate) struct Driver {
+    pub(super) walk: std::sync::Arc<Walk>,
+    pub(super) arrays: Vec<Array>,
+    pub(super) data_type: String,
     pub(super) element: usize,
     /// Per level: open shard writers by linear shard index, with the elements still to write.
     pub(super) writers: Vec<HashMap<u64, (ShardWriter, u64)>>,
@@ -38,7 +38,44 @@ pub(super) struct Driver<'a> {
     pub(super) stopped: bool,
 }
 
-impl Driver<'_> {
+impl Driver {
+    /// A driver writing `arrays` (level 0 first) as `walk` plans, with elements of
+    /// `data_type` (`element` bytes each) and at most `commits_in_flight` commits running.
+    pub(crate) fn new(
+        walk: std::sync::Arc<Walk>,
+        arrays: Vec<Array>,
+        data_type: String,
+        element: usize,
+        commits_in_flight: usize,
+    ) -> Self {
+        let levels = arrays.len();
+        let shards_total = arrays
+            .iter()
+            .zip(&walk.stored)
+            .map(|(a, s)| a.shard_grid().len() - s.len() as u64)
+            .collect();
+        Self {
+            walk,
+            arrays,
+            data_type,
+            element,
+            writers: (0..levels).map(|_| HashMap::new()).collect(),
+            blocks: (0..levels).map(|_| HashMap::new()).collect(),
+            pending: VecDeque::new(),
+            commits_in_flight: commits_in_flight.max(1),
+            progress: Progress {
+                level: 0,
+                shards_done: vec![0; levels],
+                shards_total,
+                bytes_read: 0,
+                bytes_written: 0,
+            },
+            puts: 0,
+            gets: 0,
+            stopped: false,
+        }
+    }
+
     /// Handle a complete block of level `k`: downsample it for the level above, write it,
     /// then feed the level above.
     pub(super) fn process(
@@ -48,7 +85,7 @@ impl Driver<'_> {
         data: Vec<u8>,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
-        let plan = self.walk.plan;
+        let plan = &self.walk.plan;
         let region = plan.downsampled(&block);
         let (grid, parents) = match plan.levels.get(k + 1) {
             Some(above) => {
@@ -77,7 +114,7 @@ impl Driver<'_> {
                 block.shape(),
                 &level.shape,
                 &plan.factors,
-                self.data_type,
+                &self.data_type,
                 plan.method,
             )
             .map_err(PyramidError::from)?
@@ -136,6 +173,7 @@ impl Driver<'_> {
         let array = self
             .arrays
             .get(k)
+            .cloned()
             .ok_or_else(|| internal(format!("no array for level {k}")))?;
         let grid = array.shard_grid().clone();
         for shard in grid.cells_meeting(block) {

@@ -123,11 +123,7 @@ impl<'a> GrainReader<'a> {
     }
 
     /// The bytes of level-0 `block`, cut from the source's cells (read as needed).
-    pub(super) fn read(
-        &mut self,
-        block: &Domain,
-        walk: &Walk<'_>,
-    ) -> Result<Vec<u8>, PyramidError> {
+    pub(super) fn read(&mut self, block: &Domain, walk: &Walk) -> Result<Vec<u8>, PyramidError> {
         let mut out = vec![0; block.size() as usize * self.element];
         for cell in self.cells.cells_meeting(block) {
             let Some(index) = cell.index() else {

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::build::BuildOptions;
 use super::ome;
+use super::options::BuildOptions;
 use super::plan::Plan;
 use super::source::Source;
 use super::PyramidError;

@@ -26,6 +26,7 @@ mod driver;
 mod grain;
 mod levels;
 pub mod ome;
+pub mod options;
 pub mod plan;
 pub mod source;
 mod stop;

@@ -42,9 +42,9 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use super::build::BuildOptions;
 use super::downsample::{self, Method};
 use super::levels::{group_document, level_arrays, level_paths, stored_shards, SETTINGS_KEY};
+use super::options::BuildOptions;
 use super::plan::lcm;
 use super::source::Source;
 use super::PyramidError;

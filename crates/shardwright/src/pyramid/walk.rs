@@ -15,17 +15,17 @@ fn internal(what: String) -> PyramidError {
 }
 
 /// The order level 0's blocks are read in, and which of them a resumed run needs.
-pub(super) struct Walk<'a> {
-    pub(super) plan: &'a Plan,
-    pub(super) stored: &'a [HashSet<u64>],
-    pub(super) resume: bool,
+pub(crate) struct Walk {
+    pub(crate) plan: Plan,
+    pub(crate) stored: Vec<HashSet<u64>>,
+    pub(crate) resume: bool,
 }
 
-impl Walk<'_> {
+impl Walk {
     /// Visit level 0's blocks under `region` of level `k`: per shard of level `k` meeting
     /// it, per block whose origin lies in both, the blocks below it. `emit` returns false
     /// to stop.
-    pub(super) fn visit(
+    pub(crate) fn visit(
         &self,
         k: usize,
         region: &Domain,
@@ -82,7 +82,7 @@ impl Walk<'_> {
     }
 
     /// Whether `block` of level `k` feeds a shard not stored yet (at its level or above).
-    pub(super) fn needed(&self, k: usize, block: &Domain) -> Result<bool> {
+    pub(crate) fn needed(&self, k: usize, block: &Domain) -> Result<bool> {
         if !self.resume {
             return Ok(true);
         }
