@@ -115,10 +115,24 @@ impl Array {
         }
     }
 
-    /// The same array, whose writers use `options`.
+    /// The same array, whose writers use `options` (and keep reporting to the array's
+    /// observer, if it has one).
     #[must_use]
     pub fn with_options(mut self, options: WriterOptions) -> Self {
+        let observer = self.options.observer.take();
         self.options = options;
+        if self.options.observer.is_none() {
+            self.options.observer = observer;
+        }
+        self
+    }
+
+    /// The same array, whose writers report what they write and store to `observer`
+    /// (see [`ShardObserver`](crate::ShardObserver)): an image's level 0 feeds its coarser
+    /// levels this way.
+    #[must_use]
+    pub fn observed_by(mut self, observer: Arc<dyn crate::ShardObserver>) -> Self {
+        self.options.observer = Some(observer);
         self
     }
 

@@ -159,7 +159,13 @@ fn run(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Report> {
     let started = Instant::now();
-    let arrays = level_arrays(source, store, &paths, plan, options)?;
+    let arrays = level_arrays(
+        (&source.data_type(), source.fill_value()),
+        store,
+        &paths,
+        plan,
+        options,
+    )?;
     let stored = if options.resume {
         stored_shards(&arrays)?
     } else {

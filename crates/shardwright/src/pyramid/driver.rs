@@ -14,28 +14,33 @@ use crate::writer::{PendingCommit, ShardWriter};
 use crate::Array;
 
 /// A block of a level being assembled from the level below.
-pub(super) struct Assembling {
+pub(crate) struct Assembling {
     domain: Domain,
     data: Vec<u8>,
     filled: u64,
 }
 
 pub(crate) struct Driver {
-    pub(super) walk: std::sync::Arc<Walk>,
-    pub(super) arrays: Vec<Array>,
-    pub(super) data_type: String,
-    pub(super) element: usize,
+    pub(crate) walk: std::sync::Arc<Walk>,
+    pub(crate) arrays: Vec<Array>,
+    pub(crate) data_type: String,
+    pub(crate) element: usize,
     /// Per level: open shard writers by linear shard index, with the elements still to write.
-    pub(super) writers: Vec<HashMap<u64, (ShardWriter, u64)>>,
+    pub(crate) writers: Vec<HashMap<u64, (ShardWriter, u64)>>,
     /// Per level: blocks being assembled, by linear block index.
-    pub(super) blocks: Vec<HashMap<u64, Assembling>>,
-    pub(super) pending: VecDeque<(usize, PendingCommit)>,
-    pub(super) commits_in_flight: usize,
-    pub(super) progress: Progress,
-    pub(super) puts: u64,
-    pub(super) gets: u64,
+    pub(crate) blocks: Vec<HashMap<u64, Assembling>>,
+    pub(crate) pending: VecDeque<(usize, PendingCommit)>,
+    pub(crate) commits_in_flight: usize,
+    pub(crate) progress: Progress,
+    pub(crate) puts: u64,
+    pub(crate) gets: u64,
     /// The progress callback asked to stop: it is not called again.
-    pub(super) stopped: bool,
+    pub(crate) stopped: bool,
+    /// One element of the fill value: blocks being assembled start as it.
+    pub(crate) fill: Vec<u8>,
+    /// Level 0's shards are stored by someone else (an image's writers): blocks of level
+    /// 0 only feed the levels above.
+    pub(crate) level0_stored: bool,
 }
 
 impl Driver {
@@ -73,12 +78,15 @@ impl Driver {
             puts: 0,
             gets: 0,
             stopped: false,
+            fill: vec![0; element],
+            level0_stored: false,
         }
     }
 
-    /// Handle a complete block of level `k`: downsample it for the level above, write it,
-    /// then feed the level above.
-    pub(super) fn process(
+    /// Handle a complete block of level `k`: downsample it for the level above, write it
+    /// (level 0 not when [`level0_stored`](Self::level0_stored): its shards are stored by
+    /// someone else), then feed the level above.
+    pub(crate) fn process(
         &mut self,
         k: usize,
         block: Domain,
@@ -87,19 +95,14 @@ impl Driver {
     ) -> Result<()> {
         let plan = &self.walk.plan;
         let region = plan.downsampled(&block);
-        let (grid, parents) = match plan.levels.get(k + 1) {
-            Some(above) => {
-                let grid = above.block_grid()?;
-                let mut parents = Vec::new();
-                for parent in grid.cells_meeting(&region) {
-                    if self.walk.needed(k + 1, &parent)? {
-                        parents.push(parent);
-                    }
+        let mut parents = Vec::new();
+        if let Some(above) = plan.levels.get(k + 1) {
+            for parent in above.block_grid()?.cells_meeting(&region) {
+                if self.walk.needed(k + 1, &parent)? {
+                    parents.push(parent);
                 }
-                (grid, parents)
             }
-            None => return self.write_level(k, &block, &data, progress),
-        };
+        }
         let down = if parents.is_empty() {
             Vec::new()
         } else {
@@ -119,43 +122,123 @@ impl Driver {
             )
             .map_err(PyramidError::from)?
         };
-        self.write_level(k, &block, &data, progress)?;
+        if k > 0 || !self.level0_stored {
+            self.write_level(k, &block, &data, progress)?;
+        }
         drop(data);
         for parent in parents {
-            let linear = grid.linear_index(grid_index(&parent)?);
-            let element = self.element;
-            let assembling = self
-                .blocks
-                .get_mut(k + 1)
-                .ok_or_else(|| internal(format!("no blocks of level {}", k + 1)))?;
-            let entry = match assembling.entry(linear) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => v.insert(Assembling {
-                    data: crate::buffer::zeroed(crate::buffer::size_of(parent.size(), element)?)?,
+            self.add_piece(k + 1, parent, &region, &down, true, progress)?;
+        }
+        Ok(())
+    }
+
+    /// Copy the part of `data` (the elements of `region` of level `k`) that falls in
+    /// `parent`, a block of level `k` being assembled (started if it is not), and handle
+    /// the block once it is complete. `count`: the part is new to the block (else it was
+    /// copied before and is only replaced).
+    pub(crate) fn add_piece(
+        &mut self,
+        k: usize,
+        parent: Domain,
+        region: &Domain,
+        data: &[u8],
+        count: bool,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<()> {
+        let grid = self
+            .walk
+            .plan
+            .levels
+            .get(k)
+            .ok_or_else(|| internal(format!("no level {k}")))?
+            .block_grid()?;
+        let linear = grid.linear_index(grid_index(&parent)?);
+        let element = self.element;
+        let fill = &self.fill;
+        let assembling = self
+            .blocks
+            .get_mut(k)
+            .ok_or_else(|| internal(format!("no blocks of level {k}")))?;
+        let entry = match assembling.entry(linear) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let data = if fill.iter().all(|b| *b == 0) {
+                    crate::buffer::zeroed(crate::buffer::size_of(parent.size(), element)?)?
+                } else {
+                    crate::buffer::filled(parent.size(), fill)?
+                };
+                v.insert(Assembling {
+                    data,
                     domain: parent.clone(),
                     filled: 0,
-                }),
-            };
-            let piece = region
-                .intersect(&entry.domain)
-                .ok_or_else(|| internal(format!("{} does not meet {region}", entry.domain)))?;
-            let outside = || internal(format!("{piece} is not inside {region}"));
-            let from = piece.relative_to(&region).ok_or_else(outside)?;
-            let to = piece.relative_to(&entry.domain).ok_or_else(outside)?;
-            copy_block(
-                &down,
-                region.shape(),
-                from.origin(),
-                &mut entry.data,
-                entry.domain.shape(),
-                to.origin(),
-                piece.shape(),
-                element,
-            );
+                })
+            }
+        };
+        let piece = region
+            .intersect(&entry.domain)
+            .ok_or_else(|| internal(format!("{} does not meet {region}", entry.domain)))?;
+        let outside = || internal(format!("{piece} is not inside {region}"));
+        let from = piece.relative_to(region).ok_or_else(outside)?;
+        let to = piece.relative_to(&entry.domain).ok_or_else(outside)?;
+        copy_block(
+            data,
+            region.shape(),
+            from.origin(),
+            &mut entry.data,
+            entry.domain.shape(),
+            to.origin(),
+            piece.shape(),
+            element,
+        );
+        if count {
             entry.filled += piece.size();
-            if entry.filled == entry.domain.size() {
-                if let Some(done) = assembling.remove(&linear) {
-                    self.process(k + 1, done.domain, done.data, progress)?;
+        }
+        if entry.filled >= entry.domain.size() {
+            if let Some(done) = assembling.remove(&linear) {
+                self.process(k, done.domain, done.data, progress)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the block `parent` of level `k` is being assembled.
+    pub(crate) fn assembling(&self, k: usize, parent: &Domain) -> Result<bool> {
+        let Some(level) = self.walk.plan.levels.get(k) else {
+            return Ok(false);
+        };
+        let linear = level.block_grid()?.linear_index(grid_index(parent)?);
+        Ok(self.blocks.get(k).is_some_and(|b| b.contains_key(&linear)))
+    }
+
+    /// Complete every block still being assembled with the fill value (the parts of level
+    /// 0 never written read as it, and every method downsamples it to itself), level by
+    /// level from the bottom, then store every shard still open, whole or not.
+    pub(crate) fn flush_partial(
+        &mut self,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<()> {
+        for k in 0..self.blocks.len() {
+            let mut open: Vec<(u64, Assembling)> = self
+                .blocks
+                .get_mut(k)
+                .map(|b| b.drain().collect())
+                .unwrap_or_default();
+            open.sort_by_key(|(linear, _)| *linear);
+            for (_, block) in open {
+                self.process(k, block.domain, block.data, progress)?;
+            }
+        }
+        for k in 0..self.writers.len() {
+            let mut open: Vec<(u64, (ShardWriter, u64))> = self
+                .writers
+                .get_mut(k)
+                .map(|w| w.drain().collect())
+                .unwrap_or_default();
+            open.sort_by_key(|(linear, _)| *linear);
+            for (_, (writer, _)) in open {
+                self.pending.push_back((k, writer.commit_background()));
+                while self.pending.len() > self.commits_in_flight {
+                    self.wait_one(progress)?;
                 }
             }
         }
@@ -236,7 +319,7 @@ impl Driver {
     }
 
     /// Wait for every commit still running; the first error wins.
-    pub(super) fn finish(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<()> {
+    pub(crate) fn finish(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<()> {
         let mut first = Ok(());
         while !self.pending.is_empty() {
             let result = self.wait_one(progress);

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::ome;
 use super::options::BuildOptions;
 use super::plan::Plan;
-use super::source::Source;
 use super::PyramidError;
 use crate::error::{Error, Result};
 use crate::layout::ArraySpec;
@@ -17,7 +16,7 @@ use crate::Array;
 
 /// The group's `zarr.json` of the pyramid at `path` (trimmed of slashes): the OME
 /// `multiscales` of `plan`, named `options.name` or after the path's last part.
-pub(super) fn group_document(plan: &Plan, options: &BuildOptions, path: &str) -> Result<Vec<u8>> {
+pub(crate) fn group_document(plan: &Plan, options: &BuildOptions, path: &str) -> Result<Vec<u8>> {
     let name = options.name.clone().unwrap_or_else(|| {
         path.rsplit('/')
             .next()
@@ -31,21 +30,21 @@ pub(super) fn group_document(plan: &Plan, options: &BuildOptions, path: &str) ->
 }
 
 /// The paths of the level arrays of the pyramid at `path`: `path/0`, `path/1`, …
-pub(super) fn level_paths(path: &str, plan: &Plan) -> Vec<String> {
+pub(crate) fn level_paths(path: &str, plan: &Plan) -> Vec<String> {
     (0..plan.levels.len())
         .map(|k| join(path, &k.to_string()))
         .collect()
 }
 
 /// The arrays of the levels: created, or (resuming) opened and checked against the plan.
-pub(super) fn level_arrays(
-    source: &dyn Source,
+pub(crate) fn level_arrays(
+    (data_type, fill_value): (&str, Option<serde_json::Value>),
     store: &Arc<dyn Store>,
     paths: &[String],
     plan: &Plan,
     options: &BuildOptions,
 ) -> Result<Vec<Array>> {
-    let data_type = source.data_type();
+    let data_type = data_type.to_string();
     let mut arrays = Vec::with_capacity(paths.len());
     for (k, (level, path)) in plan.levels.iter().zip(paths).enumerate() {
         let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
@@ -53,7 +52,7 @@ pub(super) fn level_arrays(
             .compressor(options.compressor)
             .dimension_names(plan.axes.clone())
             .attributes(settings_record(plan, k));
-        match source.fill_value() {
+        match fill_value.clone() {
             Some(fill) => spec = spec.fill_value(fill),
             None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
             None => {}
@@ -77,7 +76,7 @@ pub(super) fn level_arrays(
 
 /// The attribute each level array carries: how it was made (a resumed run must make it
 /// the same way).
-pub(super) const SETTINGS_KEY: &str = "shardwright";
+pub(crate) const SETTINGS_KEY: &str = "shardwright";
 
 /// The attributes of level `k`: `{"shardwright": {"level", "factors", "method"}}`.
 fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json::Value> {
@@ -149,7 +148,7 @@ fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str)
 }
 
 /// The linear indices of the shards already stored, per level.
-pub(super) fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
+pub(crate) fn stored_shards(arrays: &[Array]) -> Result<Vec<HashSet<u64>>> {
     arrays
         .iter()
         .map(|array| {

@@ -22,16 +22,16 @@
 
 pub mod build;
 pub mod downsample;
-mod driver;
+pub(crate) mod driver;
 mod grain;
-mod levels;
+pub(crate) mod levels;
 pub mod ome;
 pub mod options;
 pub mod plan;
 pub mod source;
 mod stop;
 pub mod tasks;
-mod walk;
+pub(crate) mod walk;
 
 pub use downsample::{DownsampleError, Method};
 

@@ -98,7 +98,13 @@ impl LevelTasks {
         if !options.resume && store.size(&join(&path, METADATA_KEY))?.is_some() {
             return Err(Error::AlreadyExists(path));
         }
-        let levels = level_arrays(source, &store, &level_paths(&path, &plan), &plan, options)?;
+        let levels = level_arrays(
+            (&source.data_type(), source.fill_value()),
+            &store,
+            &level_paths(&path, &plan),
+            &plan,
+            options,
+        )?;
         Ok(Self {
             store,
             path,

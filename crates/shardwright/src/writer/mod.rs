@@ -47,6 +47,7 @@
 mod buffers;
 mod commit;
 mod meter;
+mod observer;
 mod options;
 mod partial;
 mod pending;
@@ -56,10 +57,12 @@ mod spill;
 
 pub use commit::CommitStats;
 pub(crate) use meter::Meter;
+pub use observer::ShardObserver;
 pub use options::{WriterOptions, DEFAULT_RETRIES};
 pub use pending::PendingCommit;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::domain::copy::copy_block;
@@ -84,19 +87,34 @@ pub struct ShardWriter {
     /// The bytes held (slots and partly written chunks), counted as they change.
     share: Arc<Share>,
     options: WriterOptions,
+    /// This writer's id for its observer (unique in the process).
+    id: u64,
+    /// The next sequence number of a report to the observer.
+    seq: AtomicU64,
     /// Drops the upload of a writer dropped without committing.
     _abort: AbortOnDrop,
 }
 
+/// The ids of writers made so far.
+static WRITERS: AtomicU64 = AtomicU64::new(0);
+
 /// Aborts the slot table's upload when the writer goes (a no-op after a commit took it),
 /// and takes the writer's bytes out of the meter it was counted into.
 #[derive(Debug)]
-struct AbortOnDrop(Arc<SlotTable>, Arc<Share>);
+struct AbortOnDrop(
+    Arc<SlotTable>,
+    Arc<Share>,
+    Option<(Arc<dyn ShardObserver>, u64)>,
+);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
         self.1.detach();
+        // After a commit the observer has forgotten the writer: this is a no-op then.
+        if let Some((observer, id)) = &self.2 {
+            observer.aborted(*id);
+        }
     }
 }
 
@@ -150,6 +168,8 @@ impl ShardWriter {
                 .is_some_and(|i| i.location() == crate::layout::IndexLocation::End);
         let sink = streams.then(|| spill::Sink::new(Arc::clone(&store), key.clone()));
         let share = Arc::new(Share::default());
+        let id = WRITERS.fetch_add(1, Ordering::Relaxed);
+        let observed = options.observer.clone().map(|o| (o, id));
         let slots = SlotTable::new(
             layout.slots_per_shard(),
             options.max_in_flight_or_default(),
@@ -162,11 +182,13 @@ impl ShardWriter {
             store,
             key,
             shard,
-            _abort: AbortOnDrop(Arc::clone(&slots), Arc::clone(&share)),
+            _abort: AbortOnDrop(Arc::clone(&slots), Arc::clone(&share), observed),
             slots,
             partials: Mutex::new(BTreeMap::new()),
             share,
             options: options.clone(),
+            id,
+            seq: AtomicU64::new(0),
         })
     }
 
@@ -174,6 +196,21 @@ impl ShardWriter {
     #[must_use]
     pub fn shard(&self) -> &Domain {
         &self.shard
+    }
+
+    /// This writer's id, as its array's [`ShardObserver`] hears it (unique in the process).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let array = Array::create(Arc::new(MemoryStore::new()), "", &ArraySpec::new(vec![4], "uint8", vec![2]).shards(vec![2])).unwrap();
+    /// let a = array.shard_writer(&array.shard(&[0]).unwrap()).unwrap();
+    /// let b = array.shard_writer(&array.shard(&[0]).unwrap()).unwrap();
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The storage key the shard is written to.
@@ -275,16 +312,66 @@ impl ShardWriter {
         partials.remove(&slot);
         #[cfg(test)]
         race_point();
-        self.slots
-            .submit(slot, raw, &self.layout, self.options.pool.as_deref())
+        let report = match &self.options.observer {
+            Some(observer) => Some(observer::Report {
+                observer: Arc::clone(observer),
+                writer: self.id,
+                chunk: self.chunk_of_slot(slot)?,
+                seq: self.next_seq(),
+            }),
+            None => None,
+        };
+        self.slots.submit(
+            slot,
+            raw,
+            &self.layout,
+            self.options.pool.as_deref(),
+            report,
+        )
+    }
+
+    /// The next sequence number of a report to the observer.
+    fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Tell the observer, if any, that `slot` holds `value` everywhere (`None`: what it
+    /// was told of the slot is stale). Call with the partial chunks locked, so that the
+    /// sequence numbers follow the order of the writes.
+    pub(super) fn observe_slot(&self, slot: usize, value: Option<&[u8]>) -> Result<()> {
+        if let Some(observer) = &self.options.observer {
+            let chunk = self.chunk_of_slot(slot)?;
+            match value {
+                Some(value) => observer.constant(self.id, &chunk, self.next_seq(), value),
+                None => observer.forget(self.id, &chunk, self.next_seq()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The inner chunk in `slot` of the shard, clipped to the array, with its grid index.
+    fn chunk_of_slot(&self, slot: usize) -> Result<Domain> {
+        let shard_index = self
+            .shard
+            .index()
+            .ok_or_else(|| Error::Internal(format!("shard {} has no grid index", self.shard)))?;
+        let per = self.layout.chunks_per_shard();
+        let mut rest = slot as u64;
+        let mut index = vec![0; per.len()];
+        for ((i, p), s) in index.iter_mut().zip(per).zip(shard_index).rev() {
+            *i = s * p + rest % p;
+            rest /= p;
+        }
+        Ok(self.chunk_grid.cell(&index)?)
     }
 
     /// Record `slot` as written with the fill value everywhere (nothing to encode), as one
     /// step with dropping any part of it written before (see [`submit_locked`](Self::submit_locked)).
-    fn set_empty(&self, slot: usize) {
+    fn set_empty(&self, slot: usize) -> Result<()> {
         let mut partials = self.partials();
         partials.remove(&slot);
         self.slots.set_empty(slot);
+        self.observe_slot(slot, Some(self.layout.fill_value_bytes()))
     }
 
     /// Write one inner chunk: `data` holds its elements in C order, native endian, with
@@ -349,8 +436,7 @@ impl ShardWriter {
             });
         }
         if value == self.layout.fill_value_bytes() {
-            self.set_empty(slot);
-            return Ok(());
+            return self.set_empty(slot);
         }
         // One chunk: encoded on the pool, as any other chunk.
         let data = crate::buffer::filled(chunk.size(), value)?;
@@ -373,8 +459,7 @@ impl ShardWriter {
         constant: &mut Option<Option<Vec<u8>>>,
     ) -> Result<()> {
         if value == self.layout.fill_value_bytes() {
-            self.set_empty(slot);
-            return Ok(());
+            return self.set_empty(slot);
         }
         if chunk.shape() != self.layout.chunk_shape() {
             // Clipped at the array edge: the value inside the array, the fill value outside.
@@ -401,7 +486,8 @@ impl ShardWriter {
         partials.remove(&slot);
         #[cfg(test)]
         race_point();
-        self.slots.submit_encoded(slot, encoded)
+        self.slots.submit_encoded(slot, encoded)?;
+        self.observe_slot(slot, Some(value))
     }
 
     /// Wait for the encodes and store the shard (see the [module docs](self)).
@@ -419,7 +505,11 @@ impl ShardWriter {
             shard: &self.shard,
             options: &self.options,
         };
-        commit::commit(&target, slots, partials)
+        let stats = commit::commit(&target, slots, partials)?;
+        if let Some(observer) = &self.options.observer {
+            observer.committed(self.id, &self.shard)?;
+        }
+        Ok(stats)
     }
 
     /// Wait until every chunk written so far is encoded and placed.

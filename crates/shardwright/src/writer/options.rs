@@ -20,6 +20,8 @@ pub struct WriterOptions {
     pub(super) retries: u32,
     pub(super) overwrite_corrupt: bool,
     pub(super) stream: bool,
+    /// Set by [`Array::observed_by`](crate::Array::observed_by), not by callers.
+    pub(crate) observer: Option<Arc<dyn super::ShardObserver>>,
 }
 
 impl Default for WriterOptions {
@@ -30,6 +32,7 @@ impl Default for WriterOptions {
             retries: DEFAULT_RETRIES,
             overwrite_corrupt: false,
             stream: true,
+            observer: None,
         }
     }
 }

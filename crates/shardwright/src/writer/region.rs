@@ -203,6 +203,7 @@ impl ShardWriter {
         if let Err(err) = change(&mut partial) {
             // Elements copied but not marked as written are not part of the chunk.
             partials.insert(slot, partial);
+            self.observe_slot(slot, None)?;
             return Err(err);
         }
         if partial.is_complete() {
@@ -211,7 +212,7 @@ impl ShardWriter {
             self.submit_locked(&mut partials, slot, raw)
         } else {
             partials.insert(slot, partial);
-            Ok(())
+            self.observe_slot(slot, None)
         }
     }
 
@@ -289,6 +290,7 @@ impl ShardWriter {
                 let mut partials = self.partials();
                 partials.remove(&slot);
                 self.slots.set(slot, state);
+                self.observe_slot(slot, None)?;
             }
         }
         for (slot, later) in partials {

@@ -225,6 +225,7 @@ impl SlotTable {
         raw: Vec<u8>,
         layout: &Arc<Layout>,
         pool: Option<&ThreadPool>,
+        report: Option<super::observer::Report>,
     ) -> Result<()> {
         let raw_len = raw.len();
         let generation = self.reserve(slot, raw_len)?;
@@ -235,6 +236,9 @@ impl SlotTable {
             let _notify = NotifyOnDrop(&this.changed);
             // A panic in a codec must not take the process down: it becomes an error.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let Some(report) = &report {
+                    report.send(&raw);
+                }
                 chunk::encode_slice(&layout, &raw)
             }))
             .unwrap_or_else(|panic| Err(FormatError::Codec(panic_message(&*panic))));

@@ -482,7 +482,7 @@ fn a_failed_encode_is_an_error_not_a_hang() {
     // A raw buffer of the wrong length makes the encode fail.
     writer
         .slots
-        .submit(0, vec![0u8; 3], writer.layout(), None)
+        .submit(0, vec![0u8; 3], writer.layout(), None, None)
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -1,0 +1,281 @@
+//! [`Feed`]: the observer of an image's level 0. It turns each inner chunk a level-0
+//! writer is handed into what the level above needs (the chunk downsampled, when inner
+//! chunks are multiples of the factors; else the chunk itself), keeps that per writer
+//! until the writer's shard is stored, and then hands it to the one-pass driver, which
+//! assembles, writes and downsamples the coarser levels as their blocks complete. A
+//! writer that goes without storing its shard leaves nothing behind.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::domain::copy::copy_block;
+use crate::domain::{Domain, Grid};
+use crate::error::{Error, Result};
+use crate::pyramid::downsample;
+use crate::pyramid::driver::Driver;
+use crate::pyramid::PyramidError;
+use crate::writer::ShardObserver;
+use crate::Array;
+
+/// What a writer was last handed for one inner chunk, by sequence number.
+#[derive(Debug)]
+enum Seen {
+    /// The chunk's payload (see [`Feed::payload`]).
+    Data(u64, Vec<u8>),
+    /// Every element one value.
+    Constant(u64, Vec<u8>),
+    /// Changed in a way not reported: read it back once the shard is stored.
+    Stale(u64),
+}
+
+impl Seen {
+    fn seq(&self) -> u64 {
+        match self {
+            Self::Data(s, _) | Self::Constant(s, _) | Self::Stale(s) => *s,
+        }
+    }
+}
+
+/// The driver and what it has been given, behind one lock.
+pub(crate) struct FeedState {
+    pub(crate) driver: Driver,
+    /// Level-0 inner chunks (linear index) already handed to the driver.
+    pub(crate) fed: HashSet<u64>,
+    /// Regions of level 0 written again after the levels above were made from them:
+    /// their coarser shards are recomputed when the image is finished.
+    pub(crate) dirty: Vec<Domain>,
+    /// The first error feeding the levels met (the image then cannot finish).
+    pub(crate) error: Option<Error>,
+    /// Level-0 shards stored through the image.
+    pub(crate) shards_done: u64,
+    /// The image was finished or abandoned: nothing more is taken.
+    pub(crate) closed: bool,
+}
+
+/// The observer of an image's level 0 (see the [module docs](self)).
+pub(crate) struct Feed {
+    /// Level 0, read back for chunks the writers did not report whole.
+    level0: Array,
+    chunk_grid: Grid,
+    factors: Vec<u64>,
+    method: downsample::Method,
+    data_type: String,
+    element: usize,
+    /// Inner chunks are multiples of the factors: each downsamples on its own.
+    aligned: bool,
+    open: Mutex<HashMap<u64, HashMap<u64, Seen>>>,
+    pub(crate) state: Mutex<FeedState>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Feed({})", self.level0.path())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Feed {
+    /// The feed of `driver`'s levels from `level0` (an array without observer).
+    pub(crate) fn new(level0: Array, driver: Driver, fed: HashSet<u64>) -> Self {
+        let plan = &driver.walk.plan;
+        let shape = level0.layout().shape().to_vec();
+        let chunks = level0.layout().chunk_shape().to_vec();
+        let aligned = chunks
+            .iter()
+            .zip(&plan.factors)
+            .zip(&shape)
+            .all(|((c, f), s)| c % f == 0 || c >= s);
+        Self {
+            chunk_grid: level0.chunk_grid().clone(),
+            factors: plan.factors.clone(),
+            method: plan.method,
+            data_type: driver.data_type.clone(),
+            element: driver.element,
+            aligned,
+            level0,
+            open: Mutex::new(HashMap::new()),
+            state: Mutex::new(FeedState {
+                driver,
+                fed,
+                dirty: Vec::new(),
+                error: None,
+                shards_done: 0,
+                closed: false,
+            }),
+        }
+    }
+
+    /// The state, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, FeedState> {
+        lock(&self.state)
+    }
+
+    /// What the driver takes of `chunk` (clipped to level 0), from `raw` (C order; the full
+    /// inner chunk when `padded`, else the clipped chunk): its downsampled values when
+    /// chunks are aligned to the factors, else the clipped chunk's elements.
+    pub(crate) fn payload(&self, chunk: &Domain, raw: &[u8], padded: bool) -> Result<Vec<u8>> {
+        let full = self.level0.layout().chunk_shape();
+        let clipped;
+        let data: &[u8] = if padded && chunk.shape() != full {
+            let mut out = vec![0; chunk.size() as usize * self.element];
+            let zero = vec![0; full.len()];
+            copy_block(
+                raw,
+                full,
+                &zero,
+                &mut out,
+                chunk.shape(),
+                &zero,
+                chunk.shape(),
+                self.element,
+            );
+            clipped = out;
+            &clipped
+        } else {
+            raw
+        };
+        if !self.aligned {
+            return Ok(data.to_vec());
+        }
+        Ok(downsample::downsample_part(
+            data,
+            chunk.origin(),
+            chunk.shape(),
+            self.level0.layout().shape(),
+            &self.factors,
+            &self.data_type,
+            self.method,
+        )
+        .map_err(PyramidError::from)?)
+    }
+
+    /// The payload of `chunk` holding `value` everywhere.
+    fn constant_payload(&self, chunk: &Domain, value: &[u8]) -> Result<Vec<u8>> {
+        let count = if self.aligned {
+            downsample::output_shape(chunk.shape(), &self.factors)
+                .iter()
+                .product()
+        } else {
+            chunk.size()
+        };
+        Ok(crate::buffer::filled(count, value)?)
+    }
+
+    fn note(&self, writer: u64, chunk: &Domain, seen: Seen) {
+        let Some(index) = chunk.index() else { return };
+        let linear = self.chunk_grid.linear_index(index);
+        let mut open = lock(&self.open);
+        let slots = open.entry(writer).or_default();
+        match slots.get(&linear) {
+            Some(old) if old.seq() > seen.seq() => {}
+            _ => {
+                slots.insert(linear, seen);
+            }
+        }
+    }
+
+    /// Hand level-0 chunk `chunk`'s payload to the driver; `state` locked.
+    pub(crate) fn absorb(
+        &self,
+        state: &mut FeedState,
+        chunk: &Domain,
+        payload: &[u8],
+    ) -> Result<()> {
+        let index = chunk
+            .index()
+            .ok_or_else(|| Error::Internal(format!("chunk {chunk} has no grid index")))?;
+        let again = !state.fed.insert(self.chunk_grid.linear_index(index));
+        if again {
+            state.dirty.push(chunk.clone());
+        }
+        let driver = &mut state.driver;
+        let plan = driver.walk.plan.clone();
+        let (k, region) = if self.aligned {
+            (1, plan.downsampled(chunk))
+        } else {
+            (0, chunk.clone())
+        };
+        let Some(level) = plan.levels.get(k) else {
+            return Ok(());
+        };
+        for parent in level.block_grid()?.cells_meeting(&region) {
+            if !driver.walk.needed(k, &parent)? {
+                // Every shard above it is stored already (a reopened image): they are
+                // recomputed when the image is finished.
+                if !again {
+                    state.dirty.push(chunk.clone());
+                }
+                continue;
+            }
+            if again && !driver.assembling(k, &parent)? {
+                continue;
+            }
+            driver.add_piece(k, parent, &region, payload, !again, &mut |_| true)?;
+        }
+        Ok(())
+    }
+}
+
+impl ShardObserver for Feed {
+    fn chunk(&self, writer: u64, chunk: &Domain, seq: u64, raw: &[u8]) {
+        let seen = match self.payload(chunk, raw, true) {
+            Ok(payload) => Seen::Data(seq, payload),
+            Err(_) => Seen::Stale(seq),
+        };
+        self.note(writer, chunk, seen);
+    }
+
+    fn constant(&self, writer: u64, chunk: &Domain, seq: u64, value: &[u8]) {
+        self.note(writer, chunk, Seen::Constant(seq, value.to_vec()));
+    }
+
+    fn forget(&self, writer: u64, chunk: &Domain, seq: u64) {
+        self.note(writer, chunk, Seen::Stale(seq));
+    }
+
+    fn committed(&self, writer: u64, shard: &Domain) -> Result<()> {
+        let mut seen = lock(&self.open).remove(&writer).unwrap_or_default();
+        let mut payloads = Vec::new();
+        for chunk in self.chunk_grid.cells_meeting(shard) {
+            let index = chunk
+                .index()
+                .ok_or_else(|| Error::Internal(format!("chunk {chunk} has no grid index")))?;
+            let payload = match seen.remove(&self.chunk_grid.linear_index(index)) {
+                Some(Seen::Data(_, payload)) => payload,
+                Some(Seen::Constant(_, value)) => self.constant_payload(&chunk, &value)?,
+                // Not reported whole (written in part, merged with what was stored, or
+                // taken over from another writer): the stored chunk is the truth.
+                Some(Seen::Stale(_)) | None => {
+                    let raw = self.level0.read(&chunk)?;
+                    self.payload(&chunk, &raw, false)?
+                }
+            };
+            payloads.push((chunk, payload));
+        }
+        let mut state = self.lock();
+        if state.closed {
+            return Err(Error::Pyramid(PyramidError::invalid(format!(
+                "level-0 shard {shard} was stored after the image was closed: its levels \
+                 do not include it (run sw.add_levels on the image to bring them up to date)"
+            ))));
+        }
+        if let Some(error) = &state.error {
+            return Err(error.clone());
+        }
+        let result = payloads
+            .iter()
+            .try_for_each(|(chunk, payload)| self.absorb(&mut state, chunk, payload));
+        state.shards_done += 1;
+        if let Err(error) = &result {
+            state.error.get_or_insert_with(|| error.clone());
+        }
+        result
+    }
+
+    fn aborted(&self, writer: u64) {
+        lock(&self.open).remove(&writer);
+    }
+}

@@ -1,0 +1,397 @@
+//! Images you write level 0 into, whose coarser levels fill as you write: [`Image`].
+//!
+//! An image is an OME-Zarr 0.5 multiscale: level arrays `0`, `1`, … under one group. Its
+//! level 0 is an ordinary [`Array`] whose writers report to the image (a
+//! [`ShardObserver`](crate::ShardObserver)): each inner chunk handed to a level-0 writer
+//! is downsampled on the encode threads as it is encoded, and when the writer's shard is
+//! stored, the downsampled chunks go to the one-pass pyramid driver, which assembles the
+//! blocks of level 1, writes and downsamples them into level 2 as they complete, and so
+//! on. So each shard of every level is stored once, and no level is read back to make the
+//! next, in any order level 0's shards are written. [`Image::finish`] completes the blocks
+//! and shards that level 0's unwritten parts (the fill value) left open and writes the
+//! group's OME metadata last: an image with it is complete.
+//!
+//! Memory: per level-0 writer, its chunks downsampled (a quarter of the raw shard for
+//! 2×2 factors) until its shard is stored; per coarser level, the blocks being assembled
+//! and the encoded bytes of its open shards. Writing level 0's shards in
+//! [`Image::shards_in_order`] keeps one block per level open at a time; C order holds a
+//! row of blocks per level.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shardwright::image::Image;
+//! use shardwright::pyramid::{build::BuildOptions, plan::PlanRequest};
+//! use shardwright::{Compressor, Domain, MemoryStore};
+//!
+//! let request = PlanRequest { factors: vec![2, 2], levels: Some(3), chunks: Some(vec![vec![4, 4]]),
+//!                             shards: Some(vec![vec![8, 8]]), ..Default::default() };
+//! let options = BuildOptions::new(request, Compressor::None);
+//! let image = Image::create(Arc::new(MemoryStore::new()), "img", &[16, 16], "uint8", None, &options).unwrap();
+//! let level0 = image.levels()[0].clone();
+//! for shard in image.shards_in_order().unwrap() {
+//!     let writer = level0.shard_writer(&shard).unwrap();
+//!     for chunk in writer.inner_chunks() {
+//!         writer.write_chunk_value(&chunk, &[chunk.origin()[0] as u8]).unwrap();
+//!     }
+//!     writer.commit().unwrap();
+//! }
+//! let report = image.finish().unwrap();
+//! assert_eq!(report.shards_written, vec![4, 1, 1]);
+//! // level 1 is the 2×2 mean of level 0: rows 0-3 hold 0, rows 4-7 hold 4, ...
+//! let level1 = &report.levels[1];
+//! assert_eq!(level1.read(&Domain::new(vec![2, 0], vec![1, 1])).unwrap(), vec![4]);
+//! ```
+
+mod feed;
+mod order;
+pub(crate) mod record;
+mod refresh;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::array::METADATA_KEY;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::pyramid::driver::Driver;
+use crate::pyramid::levels::{group_document, level_arrays, level_paths, stored_shards};
+use crate::pyramid::options::BuildOptions;
+use crate::pyramid::plan::Plan;
+use crate::pyramid::source::element_size;
+use crate::pyramid::walk::Walk;
+use crate::pyramid::{downsample, PyramidError};
+use crate::store::{join, Store};
+use crate::Array;
+use feed::Feed;
+
+/// An image being written: see the [module docs](self).
+#[derive(Debug)]
+pub struct Image {
+    store: Arc<dyn Store>,
+    path: String,
+    options: BuildOptions,
+    plan: Plan,
+    feed: Arc<Feed>,
+    /// The level arrays, level 0 reporting to `feed`.
+    levels: Vec<Array>,
+    /// Level-0 shards stored when the image was opened.
+    stored0: HashSet<u64>,
+    /// Level 0 without the observer.
+    level0: Array,
+    started: Instant,
+}
+
+/// What an image's writing did, from its creation (or opening) to [`Image::finish`].
+#[derive(Debug, Clone)]
+pub struct ImageReport {
+    /// The level arrays, level 0 first (level 0 without the image's observer).
+    pub levels: Vec<Array>,
+    /// Shards stored per level: level 0's through the image, the others by it.
+    pub shards_written: Vec<u64>,
+    /// Bytes the image stored for the coarser levels (shards and metadata).
+    pub bytes_written: u64,
+    /// Puts of the coarser levels' shards.
+    pub puts: u64,
+    /// Level-0 regions written again after their levels were made: their coarser shards
+    /// were recomputed from the stored data.
+    pub rewritten: usize,
+    /// Wall time since the image was created or opened.
+    pub seconds: f64,
+}
+
+impl Image {
+    /// Create an image of `shape` and `data_type` (a Zarr v3 name) at `path` in `store`,
+    /// planned as `options` says (factors, levels, method, chunks, shards, axes,
+    /// compressor, metadata), with `fill_value` (JSON, as in `zarr.json`; `None`: the data
+    /// type's default). With `options.resume`, continue the image at `path` instead (it
+    /// must have been made with the same settings; see [`Image::open`]).
+    ///
+    /// # Errors
+    /// [`Error::Pyramid`] for settings that do not fit the shape, [`Error::AlreadyExists`]
+    /// if something is at `path` already (unless resuming), [`Error::Store`] otherwise.
+    pub fn create(
+        store: Arc<dyn Store>,
+        path: &str,
+        shape: &[u64],
+        data_type: &str,
+        fill_value: Option<serde_json::Value>,
+        options: &BuildOptions,
+    ) -> Result<Self> {
+        let path = path.trim_matches('/').to_string();
+        let plan = options.request.plan(shape, data_type)?;
+        // Everything the finished image will need checks now, before anything is written.
+        group_document(&plan, options, &path)?;
+        let group_key = join(&path, METADATA_KEY);
+        if !options.resume {
+            if store.size(&group_key)?.is_some() {
+                return Err(Error::AlreadyExists(path));
+            }
+            store.put(&group_key, &[&record::pending_group(&plan, options)?])?;
+        }
+        let fill = fill_value.or_else(|| (data_type == "bool").then(|| serde_json::json!(false)));
+        let arrays = level_arrays(
+            (data_type, fill),
+            &store,
+            &level_paths(&path, &plan),
+            &plan,
+            options,
+        )?;
+        Self::start(store, path, plan, arrays, options.clone())
+    }
+
+    /// Continue the image at `path` in `store` that [`Image::create`] started (after a
+    /// crash, an error, or a finished image that more of level 0 is to be written into),
+    /// with the settings it recorded.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if nothing is there, [`Error::Pyramid`] if the group is not an
+    /// image `create` made or its arrays differ from its record.
+    pub fn open(store: Arc<dyn Store>, path: &str) -> Result<Self> {
+        let path = path.trim_matches('/').to_string();
+        let group_key = join(&path, METADATA_KEY);
+        let bytes = store
+            .get(&group_key)?
+            .ok_or_else(|| Error::NotFound(path.clone()))?;
+        let group: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Pyramid(PyramidError::Resume {
+                path: path.clone(),
+                message: format!("its zarr.json does not parse: {e}"),
+            })
+        })?;
+        let options = record::options_from(&group, &path)?;
+        let level0 = Array::open(Arc::clone(&store), &join(&path, "0"))?;
+        let (shape, data_type) = (
+            level0.layout().shape().to_vec(),
+            level0.layout().data_type_name().to_string(),
+        );
+        Self::create(store, &path, &shape, &data_type, None, &options)
+    }
+
+    fn start(
+        store: Arc<dyn Store>,
+        path: String,
+        plan: Plan,
+        arrays: Vec<Array>,
+        options: BuildOptions,
+    ) -> Result<Self> {
+        let stored = if options.resume {
+            stored_shards(&arrays)?
+        } else {
+            vec![HashSet::new(); arrays.len()]
+        };
+        let data_type = arrays
+            .first()
+            .map(|a| a.layout().data_type_name().to_string())
+            .unwrap_or_default();
+        let element = element_size(&data_type).ok_or_else(|| {
+            PyramidError::Downsample(downsample::DownsampleError::UnsupportedDataType {
+                data_type: data_type.clone(),
+                method: plan.method,
+            })
+        })?;
+        let level0 = arrays
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Internal("an image without level 0".into()))?;
+        let stored0 = stored.first().cloned().unwrap_or_default();
+        let walk = Arc::new(Walk {
+            plan: plan.clone(),
+            stored,
+            resume: options.resume,
+        });
+        let mut driver = Driver::new(
+            walk,
+            arrays.clone(),
+            data_type,
+            element,
+            options.commits_in_flight,
+        );
+        driver.fill = level0.layout().fill_value_bytes().to_vec();
+        driver.level0_stored = true;
+        let fed = order::chunks_of_shards(&level0, &stored0);
+        let feed = Arc::new(Feed::new(level0.clone(), driver, fed));
+        let mut levels = arrays;
+        if let Some(first) = levels.first_mut() {
+            *first = level0
+                .clone()
+                .observed_by(Arc::clone(&feed) as Arc<dyn crate::ShardObserver>);
+        }
+        let image = Self {
+            store,
+            path,
+            options,
+            plan,
+            feed,
+            levels,
+            stored0,
+            level0,
+            started: Instant::now(),
+        };
+        image.feed_stored()?;
+        Ok(image)
+    }
+
+    /// Resuming: hand the driver the stored level-0 shards that a missing coarser shard
+    /// needs (the levels above lost what they had been given when the last run stopped).
+    fn feed_stored(&self) -> Result<()> {
+        if self.stored0.is_empty() {
+            return Ok(());
+        }
+        let level0 = self.feed_array();
+        let grid = level0.shard_grid().clone();
+        let mut state = self.feed.lock();
+        for shard in order::nested_shards(&self.plan, &grid)? {
+            let Some(index) = shard.index() else { continue };
+            if !self.stored0.contains(&grid.linear_index(index)) {
+                continue;
+            }
+            let walk = Arc::clone(&state.driver.walk);
+            let blocks = self
+                .plan
+                .levels
+                .first()
+                .map(|l| l.block_grid())
+                .transpose()?;
+            let needed = match blocks {
+                Some(blocks) => {
+                    let mut any = false;
+                    for block in blocks.cells_meeting(&shard) {
+                        if walk.needed(0, &block)? {
+                            any = true;
+                            break;
+                        }
+                    }
+                    any
+                }
+                None => false,
+            };
+            if !needed {
+                continue;
+            }
+            let data = level0.read(&shard)?;
+            for chunk in level0.chunk_grid().cells_meeting(&shard) {
+                let part = order::cut(&data, &shard, &chunk, level0.layout().element_size())?;
+                let payload = self.feed.payload(&chunk, &part, false)?;
+                // Not new to `fed` (stored chunks are marked fed at open): feed it as new.
+                if let Some(index) = chunk.index() {
+                    state.fed.remove(&level0.chunk_grid().linear_index(index));
+                }
+                self.feed.absorb(&mut state, &chunk, &payload)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Level 0 without the observer.
+    fn feed_array(&self) -> Array {
+        self.level0.clone()
+    }
+
+    /// The level arrays, level 0 first; level 0's writers feed the levels above.
+    #[must_use]
+    pub fn levels(&self) -> &[Array] {
+        &self.levels
+    }
+
+    /// The plan of the levels.
+    #[must_use]
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The path of the image's group in its store.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Level 0's shards not stored yet, in the order that completes the coarser levels'
+    /// blocks soonest (nested under each coarser level's shards and blocks), so that one
+    /// block per level is being assembled at a time.
+    ///
+    /// # Errors
+    /// [`Error::Pyramid`] if the plan's grids are broken (an internal error).
+    pub fn shards_in_order(&self) -> Result<Vec<Domain>> {
+        let grid = self.level0.shard_grid().clone();
+        Ok(order::nested_shards(&self.plan, &grid)?
+            .into_iter()
+            .filter(|s| {
+                s.index()
+                    .is_none_or(|i| !self.stored0.contains(&grid.linear_index(i)))
+            })
+            .collect())
+    }
+
+    /// Finish the image: complete the coarser levels' blocks and shards that level 0's
+    /// unwritten parts left open (with the fill value, as level 0 reads there), recompute
+    /// the coarser shards under level-0 regions written again after their levels were
+    /// made, then write the group's OME metadata, last. Call it once every level-0 writer
+    /// has committed.
+    ///
+    /// # Errors
+    /// The first error feeding the levels met (the shards stored stay, each whole: open
+    /// the image again to continue), or the store's.
+    pub fn finish(self) -> Result<ImageReport> {
+        let mut state = self.feed.lock();
+        state.closed = true;
+        if let Some(error) = state.error.take() {
+            let _ = state.driver.finish(&mut |_| true);
+            return Err(error);
+        }
+        let flushed = state.driver.flush_partial(&mut |_| true);
+        let finished = state.driver.finish(&mut |_| true);
+        flushed?;
+        finished?;
+        let dirty = std::mem::take(&mut state.dirty);
+        let rewritten = dirty.len();
+        let mut report = ImageReport {
+            levels: Vec::new(),
+            shards_written: std::iter::once(state.shards_done)
+                .chain(state.driver.progress.shards_done.iter().skip(1).copied())
+                .collect(),
+            bytes_written: state.driver.progress.bytes_written,
+            puts: state.driver.puts,
+            rewritten,
+            seconds: 0.0,
+        };
+        drop(state);
+        let mut arrays = self.levels.clone();
+        if let Some(first) = arrays.first_mut() {
+            *first = self.feed_array();
+        }
+        if !dirty.is_empty() {
+            let updated = refresh::refresh(&arrays, &self.plan, &dirty)?;
+            report.puts += updated.puts;
+            report.bytes_written += updated.bytes_written;
+        }
+        let text = group_document(&self.plan, &self.options, &self.path)?;
+        let group = record::finished_group(&text, &self.plan, &self.options)?;
+        self.store.put(&join(&self.path, METADATA_KEY), &[&group])?;
+        report.bytes_written += group.len() as u64;
+        report.levels = arrays;
+        report.seconds = self.started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Stop writing after an error: wait for the coarser shards being stored, drop the
+    /// blocks and shards still open. Everything stored is whole; [`Image::open`]
+    /// continues.
+    ///
+    /// # Errors
+    /// The error of a coarser shard's commit, if one failed.
+    pub fn abandon(self) -> Result<()> {
+        let mut state = self.feed.lock();
+        state.closed = true;
+        for writers in &mut state.driver.writers {
+            writers.clear();
+        }
+        for blocks in &mut state.driver.blocks {
+            blocks.clear();
+        }
+        state.driver.finish(&mut |_| true)
+    }
+}
+
+#[cfg(test)]
+mod tests;
