@@ -37,6 +37,7 @@ from ._errors import (
     TransactionTooLarge,
     UnsupportedError,
 )
+from ._image import Image, create_image, open_image
 from ._open import create, create_array, open
 from ._pyramid import Levels, copy, pyramid
 from ._txn import Transaction
@@ -70,6 +71,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "Image",
     "ArrayNotFoundError",
     "BoundsError",
     "CheckReport",
@@ -94,8 +96,10 @@ __all__ = [
     "copy",
     "create",
     "create_array",
+    "create_image",
     "encoder_threads",
     "open",
+    "open_image",
     "pyramid",
     "set_encoder_threads",
 ]

@@ -187,6 +187,47 @@ class Source:
     @property
     def dtype(self) -> str: ...
 
+class Image:
+    """An image being written; ``finish`` or ``abandon`` ends it."""
+
+    @staticmethod
+    def create(
+        root: str | None,
+        url: str | None,
+        options: list[tuple[str, str]],
+        adapter: Any | None,
+        path: str,
+        shape: list[int],
+        dtype: str,
+        fill_json: str,
+        factors: list[int],
+        levels: int | None,
+        method: str,
+        chunks: list[int],
+        shards: list[int],
+        compressor: str,
+        compression_level: int | None,
+        axes: list[str] | None,
+        units: list[str | None] | None,
+        name: str | None,
+        resume: bool,
+        overwrite: bool,
+    ) -> Image: ...
+    @staticmethod
+    def open(
+        root: str | None,
+        url: str | None,
+        options: list[tuple[str, str]],
+        adapter: Any | None,
+        path: str,
+    ) -> Image: ...
+    def levels(self) -> list[Array]: ...
+    def shards_in_order(self) -> list[tuple[list[int], list[int], list[int]]]: ...
+    def finish(self) -> tuple[list[Array], dict[str, Any]]: ...
+    def abandon(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
 def build(
     source: Source,
     kind: str,

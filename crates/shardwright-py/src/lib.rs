@@ -11,6 +11,7 @@ mod destination;
 mod errors;
 mod faults;
 mod grid;
+mod image;
 mod pyramid;
 mod pystore;
 mod shared;
@@ -30,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::PyTransaction>()?;
     m.add_class::<faults::PyFaultyStore>()?;
     m.add_class::<pyramid::PySource>()?;
+    m.add_class::<image::PyImage>()?;
     m.add_class::<tasks::PyPyramidTasks>()?;
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;

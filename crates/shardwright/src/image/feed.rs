@@ -6,7 +6,9 @@
 //! writer that goes without storing its shard leaves nothing behind.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 
 use crate::domain::copy::copy_block;
 use crate::domain::{Domain, Grid};
@@ -48,9 +50,10 @@ pub(crate) struct FeedState {
     pub(crate) error: Option<Error>,
     /// Level-0 shards stored through the image.
     pub(crate) shards_done: u64,
-    /// The image was finished or abandoned: nothing more is taken.
-    pub(crate) closed: bool,
 }
+
+/// The stored shards' payloads on their way to the feeding thread.
+type Job = Vec<(Domain, Vec<u8>)>;
 
 /// The observer of an image's level 0 (see the [module docs](self)).
 pub(crate) struct Feed {
@@ -65,6 +68,12 @@ pub(crate) struct Feed {
     aligned: bool,
     open: Mutex<HashMap<u64, HashMap<u64, Seen>>>,
     pub(crate) state: Mutex<FeedState>,
+    /// To the thread that feeds the driver (so a level-0 commit returns without waiting
+    /// for the levels above); `None` once the image is closed.
+    queue: Mutex<Option<SyncSender<Job>>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    /// The first error of the feeding thread, for the commits that follow it.
+    failed: Mutex<Option<Error>>,
 }
 
 impl std::fmt::Debug for Feed {
@@ -103,8 +112,53 @@ impl Feed {
                 dirty: Vec::new(),
                 error: None,
                 shards_done: 0,
-                closed: false,
             }),
+            queue: Mutex::new(None),
+            worker: Mutex::new(None),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// Start the thread that hands stored shards to the driver, one at a time, with at
+    /// most two waiting (a commit that would queue a third waits).
+    pub(crate) fn start(self: &Arc<Self>) -> Result<()> {
+        let (send, receive) = sync_channel::<Job>(2);
+        let feed = Arc::clone(self);
+        let worker = std::thread::Builder::new()
+            .name("shardwright-image-feed".into())
+            .spawn(move || {
+                for job in receive {
+                    let mut state = feed.lock();
+                    if state.error.is_some() {
+                        continue;
+                    }
+                    let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        job.iter().try_for_each(|(chunk, payload)| {
+                            feed.absorb(&mut state, chunk, payload)
+                        })
+                    }))
+                    .unwrap_or_else(|panic| {
+                        Err(Error::Internal(crate::error::panic_message(&*panic)))
+                    });
+                    state.shards_done += 1;
+                    if let Err(error) = fed {
+                        lock(&feed.failed).get_or_insert_with(|| error.clone());
+                        state.error = Some(error);
+                    }
+                }
+            })
+            .map_err(|e| Error::Store(crate::store::StoreError::io("(image feed thread)", e)))?;
+        *lock(&self.queue) = Some(send);
+        *lock(&self.worker) = Some(worker);
+        Ok(())
+    }
+
+    /// Take no more shards, and wait until those taken are handed to the driver.
+    pub(crate) fn stop(&self) {
+        drop(lock(&self.queue).take());
+        let worker = lock(&self.worker).take();
+        if let Some(worker) = worker {
+            let _ = worker.join();
         }
     }
 
@@ -255,24 +309,19 @@ impl ShardObserver for Feed {
             };
             payloads.push((chunk, payload));
         }
-        let mut state = self.lock();
-        if state.closed {
+        if let Some(error) = lock(&self.failed).clone() {
+            return Err(error);
+        }
+        let queue = lock(&self.queue).clone();
+        let sent = queue.is_some_and(|queue| queue.send(payloads).is_ok());
+        if !sent {
             return Err(Error::Pyramid(PyramidError::invalid(format!(
                 "level-0 shard {shard} was stored after the image was closed: its levels \
-                 do not include it (run sw.add_levels on the image to bring them up to date)"
+                 do not include it (open the image again and finish it, or run \
+                 sw.add_levels on it, to bring them up to date)"
             ))));
         }
-        if let Some(error) = &state.error {
-            return Err(error.clone());
-        }
-        let result = payloads
-            .iter()
-            .try_for_each(|(chunk, payload)| self.absorb(&mut state, chunk, payload));
-        state.shards_done += 1;
-        if let Err(error) = &result {
-            state.error.get_or_insert_with(|| error.clone());
-        }
-        result
+        Ok(())
     }
 
     fn aborted(&self, writer: u64) {

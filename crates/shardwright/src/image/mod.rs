@@ -82,6 +82,14 @@ pub struct Image {
     started: Instant,
 }
 
+impl Drop for Image {
+    /// An image dropped without [`finish`](Image::finish) or [`abandon`](Image::abandon)
+    /// is abandoned: its feeding thread stops; shards stored stay, each whole.
+    fn drop(&mut self) {
+        self.feed.stop();
+    }
+}
+
 /// What an image's writing did, from its creation (or opening) to [`Image::finish`].
 #[derive(Debug, Clone)]
 pub struct ImageReport {
@@ -211,6 +219,7 @@ impl Image {
         driver.level0_stored = true;
         let fed = order::chunks_of_shards(&level0, &stored0);
         let feed = Arc::new(Feed::new(level0.clone(), driver, fed));
+        feed.start()?;
         let mut levels = arrays;
         if let Some(first) = levels.first_mut() {
             *first = level0
@@ -333,8 +342,8 @@ impl Image {
     /// The first error feeding the levels met (the shards stored stay, each whole: open
     /// the image again to continue), or the store's.
     pub fn finish(self) -> Result<ImageReport> {
+        self.feed.stop();
         let mut state = self.feed.lock();
-        state.closed = true;
         if let Some(error) = state.error.take() {
             let _ = state.driver.finish(&mut |_| true);
             return Err(error);
@@ -381,8 +390,8 @@ impl Image {
     /// # Errors
     /// The error of a coarser shard's commit, if one failed.
     pub fn abandon(self) -> Result<()> {
+        self.feed.stop();
         let mut state = self.feed.lock();
-        state.closed = true;
         for writers in &mut state.driver.writers {
             writers.clear();
         }

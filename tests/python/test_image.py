@@ -1,0 +1,175 @@
+"""sw.create_image: level 0 written by the user's loop, the coarser levels filled as its
+shards are stored (issue 24, item 1). Every level must equal TensorStore's
+``ts.downsample`` chain of level 0 and ``sw.pyramid`` of the same data, whatever the
+order, the write path (the seed loop, map_chunks on threads, a[...] = data, regions in
+part), with shards written twice or never, and after an error and ``open_image``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import shardwright as sw
+from test_pyramid_tensorstore import assert_same, ts_levels
+
+SHAPE = (2, 3, 20, 37, 45)
+CHUNKS = (1, 1, 4, 8, 8)
+SHARDS = (1, 1, 8, 16, 16)
+FACTORS = (1, 1, 1, 2, 2)
+
+
+def volume(shape=SHAPE, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 4000, shape).astype("uint16")
+
+
+def make(tmp_path, name="img.ome.zarr", **kw):
+    settings = dict(
+        shape=SHAPE,
+        dtype="uint16",
+        chunks=CHUNKS,
+        shards=SHARDS,
+        factors=FACTORS,
+        levels=4,
+        axes="tczyx",
+    )
+    settings.update(kw)
+    return sw.create_image(tmp_path / name, **settings)
+
+
+def check_levels(levels, data, method="mean"):
+    want = ts_levels(data, FACTORS, len(levels), method)
+    for k, (got, expected) in enumerate(zip(levels, want, strict=True)):
+        assert_same(got[...], expected, f"level {k}")
+
+
+def test_the_seed_loop_fills_every_level_as_tensorstore_downsamples(tmp_path):
+    data = volume()
+    with make(tmp_path) as img:
+        for shard in img.iter_shards():
+            with img.write_shard(shard) as w:
+                for c in w.inner_chunks():
+                    w[c] = data[c.slices]
+    assert img.stats["shards_written"] == [a.nshards for a in img.levels]
+    check_levels(img.levels, data)
+    group = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())
+    datasets = group["attributes"]["ome"]["multiscales"][0]["datasets"]
+    assert [d["path"] for d in datasets] == ["0", "1", "2", "3"]
+    # and the same bytes as the one-pass pyramid of the data
+    ref = sw.pyramid(
+        data,
+        tmp_path / "ref.ome.zarr",
+        factors=FACTORS,
+        levels=4,
+        chunks=CHUNKS,
+        shards=SHARDS,
+        axes="tczyx",
+    )
+    for got, want in zip(img.levels, ref, strict=True):
+        assert np.array_equal(got[...], want[...])
+
+
+@pytest.mark.parametrize("how", ["map_chunks", "threads", "assign", "reversed", "regions"])
+def test_every_write_path_and_order(tmp_path, how):
+    data = volume(seed=1)
+    img = make(tmp_path)
+    level0 = img[0]
+    if how == "map_chunks":
+        img.map_chunks(lambda c: data[c.slices])
+    elif how == "threads":
+        img.map_chunks(lambda c: data[c.slices], threads=2)
+    elif how == "assign":
+        level0[...] = data
+    elif how == "reversed":
+        for shard in reversed(list(level0.iter_shards())):
+            with img.write_shard(shard) as w:
+                w[shard.slices] = data[shard.slices]
+    else:
+        # unaligned regions: chunks written in part, completed from what was stored
+        for shard in level0.iter_shards():
+            s = shard.slices
+            cut = s[2].start + 3
+            top = (*s[:2], slice(s[2].start, min(cut, s[2].stop)), *s[3:])
+            rest = (*s[:2], slice(min(cut, s[2].stop), s[2].stop), *s[3:])
+            for part in (top, rest):
+                with img.write_shard(shard) as w:
+                    w[part] = data[part]
+    levels = img.close()
+    check_levels(levels, data)
+
+
+def test_unwritten_shards_read_as_the_fill_value_at_every_level(tmp_path):
+    data = volume(seed=2)
+    img = make(tmp_path, fill_value=7)
+    shards = list(img.iter_shards())
+    expected = np.full(SHAPE, 7, "uint16")
+    for shard in shards[::3]:
+        with img.write_shard(shard) as w:
+            w[shard.slices] = data[shard.slices]
+        expected[shard.slices] = data[shard.slices]
+    levels = img.close()
+    check_levels(levels, expected)
+
+
+def test_a_shard_written_again_after_its_levels_were_made_is_recomputed(tmp_path):
+    data = volume(seed=3)
+    img = make(tmp_path)
+    img.map_chunks(lambda c: data[c.slices])
+    first = next(iter(img[0].iter_shards()))
+    data[first.slices] = 1
+    with img.write_shard(first) as w:
+        w[first.slices] = data[first.slices]
+    levels = img.close()
+    assert levels.stats["rewritten"] > 0
+    check_levels(levels, data)
+
+
+def test_an_error_stores_whole_shards_and_open_image_continues(tmp_path):
+    data = volume(seed=4)
+    shards = list(make(tmp_path, "probe.zarr").iter_shards())
+    with pytest.raises(RuntimeError, match="stop"):
+        with make(tmp_path) as img:
+            for n, shard in enumerate(img.iter_shards()):
+                with img.write_shard(shard) as w:
+                    for c in w.inner_chunks():
+                        if n == len(shards) // 2 and c.index[-1] == shard.index[-1] * 2 + 1:
+                            raise RuntimeError("stop")
+                        w[c] = data[c.slices]
+    group = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())
+    assert "ome" not in group["attributes"]  # not complete: no OME metadata yet
+    with sw.open_image(tmp_path / "img.ome.zarr") as img:
+        left = list(img.iter_shards())
+        assert len(left) == len(shards) - len(shards) // 2
+        for shard in left:
+            with img.write_shard(shard) as w:
+                w[shard.slices] = data[shard.slices]
+    check_levels(img.levels, data)
+    # create_image(resume=True) is the same as open_image
+    again = make(tmp_path, resume=True)
+    assert len(again.iter_shards()) == 0
+    again.close()
+
+
+def test_zarr_python_reads_the_image(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    data = volume(seed=5)
+    with make(tmp_path) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    group = zarr.open_group(tmp_path / "img.ome.zarr", mode="r")
+    want = ts_levels(data, FACTORS, 4, "mean")
+    for k in range(4):
+        assert np.array_equal(group[str(k)][...], want[k])
+
+
+def test_settings_are_checked_before_anything_is_written(tmp_path):
+    with pytest.raises(sw.ShapeError, match="factors"):
+        make(tmp_path, factors=(2, 2))
+    assert not (tmp_path / "img.ome.zarr").exists()
+    with pytest.raises(sw.ShardwrightError, match="exists already"):
+        make(tmp_path)
+        make(tmp_path)
+    closed = make(tmp_path, "c.zarr")
+    closed.close()
+    with pytest.raises(sw.ShardwrightError, match="closed"):
+        closed.close()
