@@ -12,6 +12,9 @@ use crate::array::PyArray;
 use crate::destination::{build_options, default_name, Destination};
 use crate::errors::{error, guard, IntoPy};
 
+/// A grid cell as Python sees it: `(origin, shape, index)`.
+type Cell = (Vec<u64>, Vec<u64>, Vec<u64>);
+
 /// An image being written; `finish` or `abandon` ends it.
 #[pyclass(module = "shardwright._core", name = "Image", frozen)]
 pub(crate) struct PyImage {
@@ -158,7 +161,7 @@ impl PyImage {
 
     /// Level 0's shards not stored yet, as `(origin, shape, index)`, in the order that
     /// completes the coarser levels' blocks soonest.
-    fn shards_in_order(&self, py: Python<'_>) -> PyResult<Vec<(Vec<u64>, Vec<u64>, Vec<u64>)>> {
+    fn shards_in_order(&self, py: Python<'_>) -> PyResult<Vec<Cell>> {
         self.with(|image| {
             let shards = py.detach(|| image.shards_in_order()).py()?;
             Ok(shards
