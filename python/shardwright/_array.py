@@ -57,6 +57,10 @@ class Array(OpensOnFirstUse, ZarrNames):
 
     def __init__(self, core: Any, *, read_only: bool = False, where: Any = None) -> None:
         self._read_only = read_only
+        # Why the shape may not change now (level 0 of an open image), or None.
+        self._fixed_shape: str | None = None
+        # Why the array is read-only, when not for the usual reasons.
+        self._read_only_why: str | None = None
         # Where it was opened (a Location): how a pickled Array is opened again.
         self._where = where
         self._set_core(core)
@@ -72,7 +76,13 @@ class Array(OpensOnFirstUse, ZarrNames):
         self._fill_value = np.frombuffer(core.fill_value_bytes, dtype=self._dtype)[0]
         self._metadata = json.loads(core.metadata_json)
 
+    def _check_resizable(self, what: str) -> None:
+        if self._fixed_shape is not None:
+            raise ShapeError(f"{what}: {self._fixed_shape}")
+
     def _check_writable(self, what: str) -> None:
+        if self._read_only and self._read_only_why is not None:
+            raise ReadOnlyError(f"{what}: {self._read_only_why}")
         if self._read_only:
             raise ReadOnlyError(
                 f"{what}: the array {str(self.path)!r} is read-only (opened with mode='r', "
@@ -180,6 +190,7 @@ class Array(OpensOnFirstUse, ZarrNames):
         ((6,), [5, 5, 5, 0, 0, 0])
         """
         self._check_writable("resize")
+        self._check_resizable("resize")
         self._set_core(self._core.resize(new_shape(shape, self._shape)))
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
@@ -197,6 +208,7 @@ class Array(OpensOnFirstUse, ZarrNames):
         [7, 8, 9]
         """
         self._check_writable("append")
+        self._check_resizable("append")
         axis, old, grown = appended_shape(data, axis, self._shape)
         part = tuple(g - o if d == axis else g for d, (g, o) in enumerate(zip(grown, self._shape)))
         region = Domain([old if d == axis else 0 for d in range(self.ndim)], part)

@@ -65,11 +65,28 @@ class Image:
     def __init__(self, core: Any, where: Location) -> None:
         self._core = core
         self._where = where
-        self.levels: Levels = self._wrap(core.levels())
+        self.levels: Levels = self._wrap(core.levels(), open_=True)
         self.stats = {}
 
-    def _wrap(self, arrays: list[Any]) -> Levels:
-        return Levels(Array(a, where=self._where.child(str(k))) for k, a in enumerate(arrays))
+    def _wrap(self, arrays: list[Any], open_: bool = False) -> Levels:
+        # While the image is open, the coarser levels are the image's to write, and level
+        # 0's shape is the one the levels were planned for.
+        levels = Levels(
+            Array(a, read_only=open_ and k > 0, where=self._where.child(str(k)))
+            for k, a in enumerate(arrays)
+        )
+        for level in levels[1:] if open_ else []:
+            level._read_only_why = (
+                "a coarser level of an open image is written by the image, from level 0: "
+                "write level 0 (img[0])"
+            )
+        if open_ and levels:
+            levels[0]._fixed_shape = (
+                "level 0 of an open image keeps the shape its levels were planned for; "
+                "close the image, then grow level 0 and run sw.add_levels(image) to extend "
+                "the levels"
+            )
+        return levels
 
     def __getitem__(self, level: int) -> Array:
         """Level ``level``'s array (``img[0]`` is level 0, which feeds the others)."""

@@ -173,3 +173,46 @@ def test_settings_are_checked_before_anything_is_written(tmp_path):
     closed.close()
     with pytest.raises(sw.ShardwrightError, match="closed"):
         closed.close()
+
+
+def test_while_open_the_levels_are_the_images_and_level0_keeps_its_shape(tmp_path):
+    img = make(tmp_path)
+    with pytest.raises(sw.ReadOnlyError, match="coarser level of an open image"):
+        img[1][0, 0, 0, 0, 0] = 1
+    with pytest.raises(sw.ShapeError, match="keeps the shape its levels were planned for"):
+        img[0].append(np.zeros((1, *SHAPE[1:]), "uint16"))
+    levels = img.close()
+    levels[1][0, 0, 0, 0, 0] = 1  # a finished image's levels are ordinary arrays
+
+
+KILLED = """
+import os, sys
+import numpy as np, shardwright as sw
+sys.path.insert(0, {tests!r})
+from test_image import volume, SHAPE, CHUNKS, SHARDS, FACTORS
+data = volume(seed=6)
+img = sw.create_image({dest!r}, shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS,
+                      factors=FACTORS, levels=4, axes="tczyx")
+for n, shard in enumerate(img.iter_shards()):
+    if n == {stop}:
+        os._exit(3)  # killed: no abandon, no finish
+    with img.write_shard(shard) as w:
+        w[shard.slices] = data[shard.slices]
+"""
+
+
+def test_a_killed_writer_leaves_whole_shards_and_open_image_finishes(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dest = tmp_path / "killed.ome.zarr"
+    script = KILLED.format(tests=str(Path(__file__).parent), dest=str(dest), stop=17)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    data = volume(seed=6)
+    with sw.open_image(dest) as img:
+        for shard in img.iter_shards():
+            with img.write_shard(shard) as w:
+                w[shard.slices] = data[shard.slices]
+    check_levels(img.levels, data)

@@ -315,11 +315,10 @@ impl ShardObserver for Feed {
         let queue = lock(&self.queue).clone();
         let sent = queue.is_some_and(|queue| queue.send(payloads).is_ok());
         if !sent {
-            return Err(Error::Pyramid(PyramidError::invalid(format!(
-                "level-0 shard {shard} was stored after the image was closed: its levels \
-                 do not include it (open the image again and finish it, or run \
-                 sw.add_levels on it, to bring them up to date)"
-            ))));
+            return Err(PyramidError::ImageClosed {
+                shard: shard.to_string(),
+            }
+            .into());
         }
         Ok(())
     }

@@ -56,6 +56,13 @@ pub enum PyramidError {
     /// The progress callback asked to stop. Shards stored until then stay, each whole.
     #[error("stopped by the progress callback; rerun with resume to finish")]
     Stopped,
+    /// A level-0 shard of an image was stored after the image was finished or abandoned:
+    /// its coarser levels do not include it.
+    #[error("level-0 shard {shard} was stored after the image was closed: its levels do not include it (open the image again and finish it to bring them up to date)")]
+    ImageClosed {
+        /// The shard, as `[0:8, 24:40]`.
+        shard: String,
+    },
     /// The destination holds an array made with other settings than a resumed job's.
     #[error("cannot resume into '{path}': {message}")]
     Resume {
