@@ -15,6 +15,7 @@ import numpy as np
 from . import _core
 from ._array import Array
 from ._errors import DTypeError, ShapeError
+from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
 from ._overlap import refuse_overwriting_the_source
 from ._progress import Progress
@@ -253,11 +254,14 @@ def prepare(
     resume: bool,
     storage_options: Mapping[str, Any] | None,
     source_storage_options: Mapping[str, Any] | None = None,
+    scale: Sequence[float] | None = None,
+    translation: Sequence[float] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
 ) -> tuple[Any, Location, tuple[Any, ...]]:
     """What the engine needs to build ``kind`` (``"pyramid"`` or ``"copy"``) of
     ``source`` at ``dest``, checked: the engine's source, where ``dest`` is, and the
     arguments ``_core.build`` and ``_core.PyramidTasks.prepare`` take after the source
-    (the destination, the settings, ``resume`` and ``overwrite``)."""
+    (the destination, the settings as one dict, ``resume`` and ``overwrite``)."""
     if overwrite and resume:
         raise ValueError("overwrite=True and resume=True contradict each other: choose one")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
@@ -282,16 +286,18 @@ def prepare(
         where.options,
         adapter,
         where.key,
-        _ints(factors, "factors", 1) if kind == "pyramid" else [],
-        levels,
-        method,
-        _shapes(chunks, "chunks"),
-        _shapes(shards, "shards"),
-        "none" if compressor is None else compressor,
-        compression_level,
-        None if axes is None else [str(a) for a in axes],
-        None if units is None else [None if u is None else str(u) for u in units],
-        name,
+        {
+            "factors": _ints(factors, "factors", 1) if kind == "pyramid" else [],
+            "levels": levels,
+            "method": method,
+            "chunks": _shapes(chunks, "chunks"),
+            "shards": _shapes(shards, "shards"),
+            "compressor": "none" if compressor is None else compressor,
+            "compression_level": compression_level,
+            "axes": None if axes is None else [str(a) for a in axes],
+            "name": name,
+            **physical_settings(scale, translation, units, channels),
+        },
         bool(resume),
         bool(overwrite),
     )
@@ -339,6 +345,9 @@ def pyramid(
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     source_storage_options: Mapping[str, Any] | None = None,
+    scale: Sequence[float] | None = None,
+    translation: Sequence[float] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
 ) -> Levels:
     """Build the multiscale pyramid of ``source`` as an OME-Zarr 0.5 image at ``dest``, in
     one pass: every source element is read once, every level's shards are written once
@@ -372,8 +381,25 @@ def pyramid(
             chunks along each space axis.
         compressor, compression_level: as for :func:`shardwright.create`.
         axes: OME axis names; default the last ``ndim`` of ``t, c, z, y, x``.
-        units: an OME unit per axis (``"micrometer"``, ``"second"``, or ``None``).
+        units: an OME unit per axis (``"micrometer"``, ``"second"``, or ``None``; ``"µm"``,
+            ``"um"``, ``"nm"``, ``"s"``, ``"ms"`` … are written by their OME names). A unit
+            OME does not know, a time unit on a space axis (or the reverse) or a unit on
+            the channel axis raise :class:`ShardwrightError`.
         name: the multiscale's name (default: the destination's last path part).
+        scale: level 0's physical pixel size per axis (positive; default 1). Level ``k``'s
+            OME ``scale`` is it times the factors so far.
+        translation: level 0's physical offset per axis (default 0). Written on every level
+            when given, or when a level is downsampled with a method other than
+            ``"stride"``: level ``k``'s is ``translation + scale * (F - 1) / 2`` (``F`` the
+            factors so far: the centre of its first pixel, as ngff-zarr writes it);
+            ``"stride"`` keeps the first element, so its levels keep ``translation``.
+        channels: one entry per element of the ``c`` axis (or one for an image without
+            one): a label, or a dict with ``"label"`` and ``"color"`` (``"RRGGBB"``,
+            ``"#RRGGBB"`` or red, green, blue, cyan, magenta, yellow, white, gray). Written
+            as OME ``omero`` channels (also, with default labels ``"Channel i"`` and
+            colours, for any image with a ``c`` axis), each with a ``window``: ``min`` and
+            ``max`` the channel's range in the top level, ``start`` and ``end`` its 2% and
+            98% quantiles (as ngff-zarr), computed as the top level is written.
         progress: ``True`` for a bar on stderr (tqdm when installed), or a callable that
             receives a dict after each shard: ``level``, ``shards_done``, ``shards_total``,
             per-level lists of both, ``bytes_read``, ``bytes_written``.
@@ -395,6 +421,21 @@ def pyramid(
     [(64, 64), (32, 32), (16, 16)]
     >>> int(levels[1][0, 0]), levels.stats["bytes_read"]
     (32, 8192)
+
+    Physical pixel sizes and channels (a ``c`` axis of 2):
+
+    >>> import zarr
+    >>> cyx = np.zeros((2, 64, 64), "uint16")
+    >>> dest = tempfile.mkdtemp() + "/cells.zarr"
+    >>> channels = ["DAPI", {"label": "GFP", "color": "green"}]
+    >>> _ = sw.pyramid(cyx, dest, factors=(1, 2, 2), levels=2, axes="cyx", scale=(1, 0.5, 0.5),
+    ...                units=[None, "µm", "µm"], channels=channels)
+    >>> ome = zarr.open_group(dest).attrs["ome"]
+    >>> scale, shift = ome["multiscales"][0]["datasets"][1]["coordinateTransformations"]
+    >>> scale["scale"], shift["translation"]
+    ([1.0, 1.0, 1.0], [0.0, 0.25, 0.25])
+    >>> [(c["label"], c["color"]) for c in ome["omero"]["channels"]]
+    [('DAPI', '0000FF'), ('GFP', '00FF00')]
     """
     return _build(
         "pyramid",
@@ -415,6 +456,9 @@ def pyramid(
         resume=resume,
         storage_options=storage_options,
         source_storage_options=source_storage_options,
+        scale=scale,
+        translation=translation,
+        channels=channels,
     )
 
 
