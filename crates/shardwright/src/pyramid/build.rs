@@ -110,11 +110,14 @@ pub fn pyramid(
     if !options.resume && store.size(&group_key)?.is_some() {
         return Err(Error::AlreadyExists(path));
     }
+    // the windows are computed only for an image with `omero` channels
+    let observe = options.image.channels(&plan)?.is_some();
     let (mut report, windows) = run(
         source,
         &store,
         level_paths(&path, &plan),
         &plan,
+        observe,
         options,
         progress,
     )?;
@@ -150,14 +153,17 @@ pub fn copy(
 ) -> Result<Report> {
     let plan = check(source, options, false)?;
     let path = path.trim_matches('/').to_string();
-    Ok(run(source, &store, vec![path], &plan, options, progress)?.0)
+    Ok(run(source, &store, vec![path], &plan, false, options, progress)?.0)
 }
 
+/// Write the levels at `paths`; with `observe`, also the top level's channel windows
+/// (read back from the top level when a resumed run finds some of it stored).
 fn run(
     source: &dyn Source,
     store: &Arc<dyn Store>,
     paths: Vec<String>,
     plan: &Plan,
+    observe: bool,
     options: &BuildOptions,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<(Report, Vec<Window>)> {
@@ -187,6 +193,9 @@ fn run(
         element,
         options.commits_in_flight,
     );
+    if !observe {
+        driver.windows = ChannelWindows::ignoring();
+    }
     let plan = &walk.plan;
     let grains = GrainReader::new(source, plan, element);
     let cache_bound = grains.as_ref().map_or(0, |g| g.budget);
@@ -266,7 +275,7 @@ fn run(
     // The top level's windows: seen as its blocks were written, unless a resumed run
     // skipped some of them; then read back (the top level is the smallest).
     let windows = match driver.arrays.last() {
-        Some(top) if walk.stored.last().is_some_and(|s| !s.is_empty()) => {
+        Some(top) if observe && walk.stored.last().is_some_and(|s| !s.is_empty()) => {
             let mut windows = ChannelWindows::for_array(top);
             windows.observe_array(top)?;
             windows.windows()

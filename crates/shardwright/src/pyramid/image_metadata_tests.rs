@@ -194,3 +194,44 @@ fn omero_channels_default_and_carry_their_windows() {
         (Some(1.0), Some(8.0))
     );
 }
+
+#[test]
+fn a_build_writes_the_top_levels_channel_windows_and_a_resumed_one_reads_them_back() {
+    use crate::pyramid::build::{pyramid, BuildOptions};
+    use crate::pyramid::source::BufferSource;
+    use crate::store::Store;
+    use crate::{Compressor, MemoryStore};
+    use std::sync::Arc;
+
+    // c, y, x = 2, 4, 4: channel 1 is channel 0 plus 100
+    let data: Vec<u8> = (0..32u8).map(|i| if i < 16 { i } else { i + 84 }).collect();
+    let source = BufferSource::new(data, vec![2, 4, 4], "uint8");
+    let request = PlanRequest {
+        factors: vec![1, 2, 2],
+        levels: Some(2),
+        axes: Some(vec!["c".into(), "y".into(), "x".into()]),
+        ..Default::default()
+    };
+    let mut options = BuildOptions::new(request, Compressor::None);
+    options.image.channels = Some(vec![Channel::default(), Channel::default()]);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let report = pyramid(&source, Arc::clone(&store), "i", &options, &mut |_| true).unwrap();
+    let top = report.levels[1].read(&report.levels[1].bounds()).unwrap();
+    let group = store.get("i/zarr.json").unwrap().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&group).unwrap();
+    for c in 0..2 {
+        let values = &top[c * 4..(c + 1) * 4];
+        let w = &json["attributes"]["ome"]["omero"]["channels"][c]["window"];
+        let min = f64::from(*values.iter().min().unwrap());
+        let max = f64::from(*values.iter().max().unwrap());
+        assert_eq!(
+            (w["min"].as_f64(), w["max"].as_f64()),
+            (Some(min), Some(max))
+        );
+    }
+    store.delete("i/zarr.json").unwrap();
+    options.resume = true;
+    let again = pyramid(&source, Arc::clone(&store), "i", &options, &mut |_| true).unwrap();
+    assert_eq!(again.shards_written, vec![0, 0]);
+    assert_eq!(store.get("i/zarr.json").unwrap().unwrap(), group);
+}

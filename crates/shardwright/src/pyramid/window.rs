@@ -140,6 +140,18 @@ impl ChannelWindows {
         }
     }
 
+    /// An accumulator that observes nothing (no channels: [`windows`](Self::windows) is
+    /// empty), for a build that writes no `omero` metadata.
+    #[must_use]
+    pub fn ignoring() -> Self {
+        Self {
+            data_type: String::new(),
+            channel_axis: None,
+            cap: 0,
+            channels: Vec::new(),
+        }
+    }
+
     /// An accumulator for `array`'s channels: its axis named `c`, if any.
     #[must_use]
     pub fn for_array(array: &Array) -> Self {
@@ -159,6 +171,9 @@ impl ChannelWindows {
     /// Take the values of `block` (`data`: its raw native-endian elements, C order).
     /// Data types without an order (complex) are not observed.
     pub fn observe(&mut self, block: &Domain, data: &[u8]) {
+        if self.channels.is_empty() {
+            return;
+        }
         let Some((size, decode)) = decoder(&self.data_type) else {
             return;
         };
