@@ -381,25 +381,21 @@ def pyramid(
             chunks along each space axis.
         compressor, compression_level: as for :func:`shardwright.create`.
         axes: OME axis names; default the last ``ndim`` of ``t, c, z, y, x``.
-        units: an OME unit per axis (``"micrometer"``, ``"second"``, or ``None``; ``"µm"``,
-            ``"um"``, ``"nm"``, ``"s"``, ``"ms"`` … are written by their OME names). A unit
-            OME does not know, a time unit on a space axis (or the reverse) or a unit on
-            the channel axis raise :class:`ShardwrightError`.
+        units: an OME unit per axis (``"micrometer"``, ``"second"``, ``None``; ``"µm"``,
+            ``"nm"``, ``"s"`` … are written by their OME names); a unit of the wrong kind
+            for its axis, or any on ``c``, raises :class:`ShapeError`.
         name: the multiscale's name (default: the destination's last path part).
-        scale: level 0's physical pixel size per axis (positive; default 1). Level ``k``'s
-            OME ``scale`` is it times the factors so far.
-        translation: level 0's physical offset per axis (default 0). Written on every level
-            when given, or when a level is downsampled with a method other than
-            ``"stride"``: level ``k``'s is ``translation + scale * (F - 1) / 2`` (``F`` the
-            factors so far: the centre of its first pixel, as ngff-zarr writes it);
-            ``"stride"`` keeps the first element, so its levels keep ``translation``.
-        channels: one entry per element of the ``c`` axis (or one for an image without
-            one): a label, or a dict with ``"label"`` and ``"color"`` (``"RRGGBB"``,
-            ``"#RRGGBB"`` or red, green, blue, cyan, magenta, yellow, white, gray). Written
-            as OME ``omero`` channels (also, with default labels ``"Channel i"`` and
-            colours, for any image with a ``c`` axis), each with a ``window``: ``min`` and
-            ``max`` the channel's range in the top level, ``start`` and ``end`` its 2% and
-            98% quantiles (as ngff-zarr), computed as the top level is written.
+        scale: level 0's pixel size per axis (default 1); level ``k``'s is it times the
+            factors so far.
+        translation: level 0's offset per axis. Written on every level when given or when
+            a level is downsampled by a method other than ``"stride"``: level ``k``'s is
+            ``translation + scale * (F - 1) / 2`` (``F`` the factors so far: its first
+            pixel's centre, as ngff-zarr); ``"stride"`` levels keep ``translation``.
+        channels: one per element of the ``c`` axis (or one without it): a label, or a
+            dict with ``"label"`` and ``"color"`` (``"RRGGBB"``, ``"#RRGGBB"``, a name such
+            as ``"green"``). Written as OME ``omero`` (also, with defaults, for any ``c``
+            axis), each with a ``window``: the top level's range (``min``, ``max``) and 2%
+            and 98% quantiles (``start``, ``end``), computed as it is written.
         progress: ``True`` for a bar on stderr (tqdm when installed), or a callable that
             receives a dict after each shard: ``level``, ``shards_done``, ``shards_total``,
             per-level lists of both, ``bytes_read``, ``bytes_written``.
@@ -422,20 +418,15 @@ def pyramid(
     >>> int(levels[1][0, 0]), levels.stats["bytes_read"]
     (32, 8192)
 
-    Physical pixel sizes and channels (a ``c`` axis of 2):
+    Pixel sizes and channels:
 
-    >>> import zarr
-    >>> cyx = np.zeros((2, 64, 64), "uint16")
-    >>> dest = tempfile.mkdtemp() + "/cells.zarr"
-    >>> channels = ["DAPI", {"label": "GFP", "color": "green"}]
-    >>> _ = sw.pyramid(cyx, dest, factors=(1, 2, 2), levels=2, axes="cyx", scale=(1, 0.5, 0.5),
-    ...                units=[None, "µm", "µm"], channels=channels)
+    >>> import zarr; dest = tempfile.mkdtemp() + "/cells.zarr"
+    >>> _ = sw.pyramid(np.zeros((2, 64, 64), "uint16"), dest, factors=(1, 2, 2), levels=2,
+    ...   axes="cyx", scale=(1, 0.5, 0.5), units=[None, "µm", "µm"], channels=["DAPI", "GFP"])
     >>> ome = zarr.open_group(dest).attrs["ome"]
     >>> scale, shift = ome["multiscales"][0]["datasets"][1]["coordinateTransformations"]
-    >>> scale["scale"], shift["translation"]
-    ([1.0, 1.0, 1.0], [0.0, 0.25, 0.25])
-    >>> [(c["label"], c["color"]) for c in ome["omero"]["channels"]]
-    [('DAPI', '0000FF'), ('GFP', '00FF00')]
+    >>> scale["scale"], shift["translation"], ome["omero"]["channels"][1]["label"]
+    ([1.0, 1.0, 1.0], [0.0, 0.25, 0.25], 'GFP')
     """
     return _build(
         "pyramid",
