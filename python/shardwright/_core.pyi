@@ -200,16 +200,7 @@ class Image:
         shape: list[int],
         dtype: str,
         fill_json: str,
-        factors: list[int],
-        levels: int | None,
-        method: str,
-        chunks: list[int],
-        shards: list[int],
-        compressor: str,
-        compression_level: int | None,
-        axes: list[str] | None,
-        units: list[str | None] | None,
-        name: str | None,
+        settings: dict[str, Any],
         resume: bool,
         overwrite: bool,
     ) -> Image: ...
@@ -236,22 +227,16 @@ def build(
     options: list[tuple[str, str]],
     adapter: Any | None,
     path: str,
-    factors: list[int],
-    levels: int | None,
-    method: str,
-    chunks: list[list[int]] | None,
-    shards: list[list[int]] | None,
-    compressor: str,
-    compression_level: int | None,
-    axes: list[str] | None,
-    units: list[str | None] | None,
-    name: str | None,
+    settings: dict[str, Any],
     resume: bool,
     overwrite: bool,
     progress: Any | None,
 ) -> tuple[list[Array], dict[str, Any]]:
     """Build a pyramid (``kind="pyramid"``) or a copy of ``source``; returns the written
-    arrays and the build's report."""
+    arrays and the build's report. ``settings``: every key of ``_pyramid.prepare``'s dict
+    (``factors``, ``levels``, ``method``, ``chunks``, ``shards``, ``compressor``,
+    ``compression_level``, ``axes``, ``name``, ``units``, ``scale``, ``translation``,
+    ``channels`` as ``(label, color)`` pairs)."""
 
 class PyramidTasks:
     """A pyramid built as one task per shard of each level (``shardwright.dask``);
@@ -264,16 +249,7 @@ class PyramidTasks:
         options: list[tuple[str, str]],
         adapter: Any | None,
         path: str,
-        factors: list[int],
-        levels: int | None,
-        method: str,
-        chunks: list[list[int]] | None,
-        shards: list[list[int]] | None,
-        compressor: str,
-        compression_level: int | None,
-        axes: list[str] | None,
-        units: list[str | None] | None,
-        name: str | None,
+        settings: dict[str, Any],
         resume: bool,
         overwrite: bool,
     ) -> PyramidTasks: ...

@@ -17,6 +17,7 @@ from ._array import Array
 from ._cells import Cells
 from ._domain import Domain
 from ._errors import ShapeError
+from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
 from ._open import _fill_json
 from ._pyramid import Levels, _ints
@@ -193,7 +194,7 @@ def create_image(
     scale: Sequence[float] | None = None,
     translation: Sequence[float] | None = None,
     units: Sequence[str | None] | None = None,
-    channels: Sequence[Any] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
     name: str | None = None,
     compressor: str | None = "zstd",
     compression_level: int | None = None,
@@ -210,7 +211,12 @@ def create_image(
     downsampled by ``factors`` per axis with ``method`` (as :func:`pyramid`). Write level
     0 and use the image as a context manager: see :class:`Image`. ``axes``: the axis
     names (default the last ``ndim`` of ``t, c, z, y, x``; a string such as ``"tczyx"``
-    works too). ``resume=True`` continues an image that stopped (as
+    works too). ``scale``, ``translation``, ``units`` and ``channels`` are the physical
+    metadata, as for :func:`pyramid`: level 0's pixel size and offset per axis (each
+    level's scale is it times the factors so far, its translation shifted to the centre
+    of its first pixel), OME unit names (``"µm"`` is written ``"micrometer"``), and a
+    label (and colour) per element of the ``c`` axis, written as OME ``omero`` channels
+    with display windows computed from the data as it is written. ``resume=True`` continues an image that stopped (as
     :func:`open_image`), or creates it if nothing is there.
 
     >>> import numpy as np, tempfile, shardwright as sw
@@ -229,21 +235,24 @@ def create_image(
     if isinstance(axes, str):
         axes = list(axes)
     where, place = _target(dest, storage_options, path)
+    settings = {
+        "factors": _ints(factors, "factors", 1),
+        "levels": levels,
+        "method": method,
+        "chunks": [_ints(chunks, "chunks", 1)],
+        "shards": [_ints(shards, "shards", 1)],
+        "compressor": "none" if compressor is None else compressor,
+        "compression_level": compression_level,
+        "axes": None if axes is None else [str(a) for a in axes],
+        "name": name,
+        **physical_settings(scale, translation, units, channels),
+    }
     core = _core.Image.create(
         *place,
         dims,
         np_dtype.name,
         json.dumps(_fill_json(fill_value, np_dtype)),
-        _ints(factors, "factors", 1),
-        levels,
-        method,
-        _ints(chunks, "chunks", 1),
-        _ints(shards, "shards", 1),
-        "none" if compressor is None else compressor,
-        compression_level,
-        None if axes is None else [str(a) for a in axes],
-        None if units is None else [None if u is None else str(u) for u in units],
-        name,
+        settings,
         bool(resume),
         bool(overwrite),
     )

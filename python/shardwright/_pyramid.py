@@ -15,6 +15,7 @@ import numpy as np
 from . import _core
 from ._array import Array
 from ._errors import DTypeError, ShapeError
+from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
 from ._overlap import refuse_overwriting_the_source
 from ._progress import Progress
@@ -253,11 +254,14 @@ def prepare(
     resume: bool,
     storage_options: Mapping[str, Any] | None,
     source_storage_options: Mapping[str, Any] | None = None,
+    scale: Sequence[float] | None = None,
+    translation: Sequence[float] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
 ) -> tuple[Any, Location, tuple[Any, ...]]:
     """What the engine needs to build ``kind`` (``"pyramid"`` or ``"copy"``) of
     ``source`` at ``dest``, checked: the engine's source, where ``dest`` is, and the
     arguments ``_core.build`` and ``_core.PyramidTasks.prepare`` take after the source
-    (the destination, the settings, ``resume`` and ``overwrite``)."""
+    (the destination, the settings as one dict, ``resume`` and ``overwrite``)."""
     if overwrite and resume:
         raise ValueError("overwrite=True and resume=True contradict each other: choose one")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
@@ -282,16 +286,18 @@ def prepare(
         where.options,
         adapter,
         where.key,
-        _ints(factors, "factors", 1) if kind == "pyramid" else [],
-        levels,
-        method,
-        _shapes(chunks, "chunks"),
-        _shapes(shards, "shards"),
-        "none" if compressor is None else compressor,
-        compression_level,
-        None if axes is None else [str(a) for a in axes],
-        None if units is None else [None if u is None else str(u) for u in units],
-        name,
+        {
+            "factors": _ints(factors, "factors", 1) if kind == "pyramid" else [],
+            "levels": levels,
+            "method": method,
+            "chunks": _shapes(chunks, "chunks"),
+            "shards": _shapes(shards, "shards"),
+            "compressor": "none" if compressor is None else compressor,
+            "compression_level": compression_level,
+            "axes": None if axes is None else [str(a) for a in axes],
+            "name": name,
+            **physical_settings(scale, translation, units, channels),
+        },
         bool(resume),
         bool(overwrite),
     )
@@ -339,6 +345,9 @@ def pyramid(
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     source_storage_options: Mapping[str, Any] | None = None,
+    scale: Sequence[float] | None = None,
+    translation: Sequence[float] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
 ) -> Levels:
     """Build the multiscale pyramid of ``source`` as an OME-Zarr 0.5 image at ``dest``, in
     one pass: every source element is read once, every level's shards are written once
@@ -372,8 +381,21 @@ def pyramid(
             chunks along each space axis.
         compressor, compression_level: as for :func:`shardwright.create`.
         axes: OME axis names; default the last ``ndim`` of ``t, c, z, y, x``.
-        units: an OME unit per axis (``"micrometer"``, ``"second"``, or ``None``).
+        units: an OME unit per axis (``"micrometer"``, ``"second"``, ``None``; ``"µm"``,
+            ``"nm"``, ``"s"`` … are written by their OME names); a unit of the wrong kind
+            for its axis, or any on ``c``, raises :class:`ShapeError`.
         name: the multiscale's name (default: the destination's last path part).
+        scale: level 0's pixel size per axis (default 1); level ``k``'s is it times the
+            factors so far.
+        translation: level 0's offset per axis. Written on every level when given or when
+            a level is downsampled by a method other than ``"stride"``: level ``k``'s is
+            ``translation + scale * (F - 1) / 2`` (``F`` the factors so far: its first
+            pixel's centre, as ngff-zarr); ``"stride"`` levels keep ``translation``.
+        channels: one per element of the ``c`` axis (or one without it): a label, or a
+            dict with ``"label"`` and ``"color"`` (``"RRGGBB"``, ``"#RRGGBB"``, a name such
+            as ``"green"``). Written as OME ``omero`` (also, with defaults, for any ``c``
+            axis), each with a ``window``: the top level's range (``min``, ``max``) and 2%
+            and 98% quantiles (``start``, ``end``), computed as it is written.
         progress: ``True`` for a bar on stderr (tqdm when installed), or a callable that
             receives a dict after each shard: ``level``, ``shards_done``, ``shards_total``,
             per-level lists of both, ``bytes_read``, ``bytes_written``.
@@ -395,6 +417,16 @@ def pyramid(
     [(64, 64), (32, 32), (16, 16)]
     >>> int(levels[1][0, 0]), levels.stats["bytes_read"]
     (32, 8192)
+
+    Pixel sizes and channels:
+
+    >>> import zarr; dest = tempfile.mkdtemp() + "/cells.zarr"
+    >>> _ = sw.pyramid(np.zeros((2, 64, 64), "uint16"), dest, factors=(1, 2, 2), levels=2,
+    ...   axes="cyx", scale=(1, 0.5, 0.5), units=[None, "µm", "µm"], channels=["DAPI", "GFP"])
+    >>> ome = zarr.open_group(dest).attrs["ome"]
+    >>> scale, shift = ome["multiscales"][0]["datasets"][1]["coordinateTransformations"]
+    >>> scale["scale"], shift["translation"], ome["omero"]["channels"][1]["label"]
+    ([1.0, 1.0, 1.0], [0.0, 0.25, 0.25], 'GFP')
     """
     return _build(
         "pyramid",
@@ -415,6 +447,9 @@ def pyramid(
         resume=resume,
         storage_options=storage_options,
         source_storage_options=source_storage_options,
+        scale=scale,
+        translation=translation,
+        channels=channels,
     )
 
 

@@ -58,6 +58,7 @@ from . import _dask_graph as graph
 from ._array import Array, Within
 from ._domain import Domain
 from ._errors import NotAnArrayError, ShapeError
+from ._image_metadata import ChannelSpec
 from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
@@ -241,6 +242,9 @@ def pyramid(
     source_storage_options: Mapping[str, Any] | None = None,
     compute: bool = True,
     scheduler: Any = None,
+    scale: Sequence[float] | None = None,
+    translation: Sequence[float] | None = None,
+    channels: Sequence[ChannelSpec] | None = None,
 ) -> Any:
     """:func:`shardwright.pyramid` with the shards of each level as dask tasks. Level 0
     is written one task per shard: from a dask array's blocks, as :func:`to_zarr` does,
@@ -250,8 +254,10 @@ def pyramid(
     shard of level ``k`` is a task that waits for the shards of level ``k - 1`` it reads
     and downsamples them as stored (the same blocks and kernels: every level equals
     :func:`shardwright.pyramid`'s bit for bit); a last task writes the OME group
-    metadata. Arguments as :func:`shardwright.pyramid`'s (``resume=True`` leaves the
-    shards already stored out of the graph). Returns the level arrays (a ``list`` with
+    metadata (with the channels' windows from the stored top level: the same document as
+    :func:`shardwright.pyramid` writes). Arguments as :func:`shardwright.pyramid`'s
+    (``scale``, ``translation``, ``units`` and ``channels`` included; ``resume=True``
+    leaves the shards already stored out of the graph). Returns the level arrays (a ``list`` with
     ``.stats``), or with ``compute=False`` a ``dask.delayed.Delayed`` that computes the
     stats.
 
@@ -288,6 +294,9 @@ def pyramid(
         resume=resume,
         storage_options=storage_options,
         source_storage_options=source_storage_options,
+        scale=scale,
+        translation=translation,
+        channels=channels,
     )
     if where.path is not None:  # the tasks reopen it where a worker's working folder is
         arguments = (str(where.path.absolute()), *arguments[1:])

@@ -24,7 +24,7 @@ def volume(shape=SHAPE, seed=0) -> np.ndarray:
     return rng.integers(0, 4000, shape).astype("uint16")
 
 
-def make(tmp_path, name="img.ome.zarr", **kw):
+def make(tmp_path, where="img.ome.zarr", **kw):
     settings = dict(
         shape=SHAPE,
         dtype="uint16",
@@ -35,7 +35,7 @@ def make(tmp_path, name="img.ome.zarr", **kw):
         axes="tczyx",
     )
     settings.update(kw)
-    return sw.create_image(tmp_path / name, **settings)
+    return sw.create_image(tmp_path / where, **settings)
 
 
 def check_levels(levels, data, method="mean"):
@@ -216,3 +216,29 @@ def test_a_killed_writer_leaves_whole_shards_and_open_image_finishes(tmp_path):
             with img.write_shard(shard) as w:
                 w[shard.slices] = data[shard.slices]
     check_levels(img.levels, data)
+
+
+def test_physical_metadata_is_what_sw_pyramid_writes_and_validates(tmp_path):
+    data = volume(seed=7)
+    physical = dict(
+        scale=(1, 1, 2.0, 0.406, 0.406),
+        translation=(0, 0, 10.0, -3.0, 5.0),
+        units=[None, None, "µm", "um", "micrometer"],
+        channels=[{"label": "DAPI", "color": "0000FF"}, "GFP", {"label": "RFP", "color": "red"}],
+        name="fish",
+    )
+    with make(tmp_path, **physical) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    sw.pyramid(data, tmp_path / "ref.ome.zarr", factors=FACTORS, levels=4, chunks=CHUNKS,
+               shards=SHARDS, axes="tczyx", **physical)
+    got = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())["attributes"]
+    want = json.loads((tmp_path / "ref.ome.zarr" / "zarr.json").read_text())["attributes"]
+    assert got["ome"] == want["ome"]
+    scales = [d["coordinateTransformations"][0]["scale"]
+              for d in got["ome"]["multiscales"][0]["datasets"]]
+    assert scales[3] == [1, 1, 2.0, 0.406 * 8, 0.406 * 8]
+    windows = [c["window"] for c in got["ome"]["omero"]["channels"]]
+    top = img.levels[3][...]
+    assert [w["min"] for w in windows] == [int(top[:, c].min()) for c in range(3)]
+    models = pytest.importorskip("ome_zarr_models.v05.image")
+    models.Image.from_zarr(__import__("zarr").open_group(tmp_path / "img.ome.zarr", mode="r"))

@@ -6,6 +6,7 @@ use std::path::Path;
 use shardwright_object_store::redact;
 
 use shardwright::pyramid::build::{self, BuildOptions, Report};
+use shardwright::pyramid::image_metadata::ImageMetadata;
 use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::{Method, PyramidError};
 use shardwright::Compressor;
@@ -71,6 +72,8 @@ pub(crate) struct PyramidArgs {
     /// mean, min, max, mode, median or stride.
     #[arg(long, default_value = "mean")]
     method: String,
+    #[command(flatten)]
+    physical: crate::physical::Physical,
 }
 
 #[derive(clap::Args)]
@@ -99,6 +102,7 @@ fn shapes(text: &Option<String>, what: &str) -> Result<Option<Vec<Vec<u64>>>, Fa
 fn prepare(
     common: &Common,
     request: PlanRequest,
+    image: ImageMetadata,
     as_pyramid: bool,
 ) -> Result<
     (
@@ -126,9 +130,10 @@ fn prepare(
         .map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
     let mut options = BuildOptions::new(request, compressor);
     options.resume = common.resume;
+    options.image = image;
     build::check(source.as_ref(), &options, as_pyramid)?;
     let dest = Location::parse(&common.dst, &storage)?;
-    options.name = last_part(&common.dst);
+    options.image.name = last_part(&common.dst);
     if common.overwrite {
         dest.clear()?;
     } else if !common.resume && dest.exists()? {
@@ -255,17 +260,29 @@ pub(crate) fn pyramid(args: &PyramidArgs, job: &Job) -> Result<(), Failure> {
         method: Some(method),
         ..Default::default()
     };
-    run(&args.common, request, true, job)
+    run(&args.common, request, args.physical.image()?, true, job)
 }
 
 pub(crate) fn copy(args: &CopyArgs, job: &Job) -> Result<(), Failure> {
-    run(&args.common, PlanRequest::default(), false, job)
+    run(
+        &args.common,
+        PlanRequest::default(),
+        ImageMetadata::default(),
+        false,
+        job,
+    )
 }
 
 /// Build a pyramid (`as_pyramid`) or a copy with `request`, showing progress; stop when
 /// `job` says so (the build's writers abort their uploads and remove their temporary files).
-fn run(common: &Common, request: PlanRequest, as_pyramid: bool, job: &Job) -> Result<(), Failure> {
-    let (source, dest, options) = prepare(common, request, as_pyramid)?;
+fn run(
+    common: &Common,
+    request: PlanRequest,
+    image: ImageMetadata,
+    as_pyramid: bool,
+    job: &Job,
+) -> Result<(), Failure> {
+    let (source, dest, options) = prepare(common, request, image, as_pyramid)?;
     let mut shown = Shown::new(common.quiet);
     let (what, build): (&str, BuildFn) = if as_pyramid {
         ("pyramid", build::pyramid)

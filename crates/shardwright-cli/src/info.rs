@@ -77,14 +77,60 @@ fn describe_group(
         axes,
         datasets.len()
     );
+    let units: Vec<&str> = multiscale["axes"]
+        .as_array()
+        .map(|a| a.iter().map(|x| x["unit"].as_str().unwrap_or("")).collect())
+        .unwrap_or_default();
+    if units.iter().any(|u| !u.is_empty()) {
+        let named: Vec<String> = axes
+            .iter()
+            .zip(&units)
+            .map(|(a, u)| format!("{a}: {}", if u.is_empty() { "-" } else { u }))
+            .collect();
+        out!("units:         {}", named.join(", "));
+    }
+    for (i, channel) in ome["omero"]["channels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let w = &channel["window"];
+        out!(
+            "channel {i}:     {} (colour {}, window {}..{}, shown {}..{})",
+            channel["label"].as_str().unwrap_or(""),
+            channel["color"].as_str().unwrap_or("?"),
+            w["min"],
+            w["max"],
+            w["start"],
+            w["end"]
+        );
+    }
     for dataset in datasets {
         let path = dataset["path"].as_str().unwrap_or("?");
-        let scale = &dataset["coordinateTransformations"][0]["scale"];
-        out!("\nlevel {path} (scale {scale}):");
+        out!("\nlevel {path} ({}):", physical(&dataset));
         let text = format!("{}/{path}", location.text.trim_end_matches('/'));
         describe_array(&Location::parse(&text, options)?, options, job)?;
     }
     Ok(())
+}
+
+/// A level's physical pixel size and offset per axis, as `scale [..], translation [..]`.
+fn physical(dataset: &Value) -> String {
+    let mut parts = Vec::new();
+    for transform in dataset["coordinateTransformations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for kind in ["scale", "translation"] {
+            if let Some(values) = transform[kind].as_array() {
+                let values: Vec<String> = values.iter().map(Value::to_string).collect();
+                parts.push(format!("{kind} [{}]", values.join(", ")));
+            }
+        }
+    }
+    parts.join(", ")
 }
 
 fn describe_array(

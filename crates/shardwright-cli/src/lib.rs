@@ -20,6 +20,7 @@ mod location;
 mod members;
 mod memory;
 mod output;
+mod physical;
 mod progress;
 
 use std::cell::Cell;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use shardwright::pyramid::build::BuildOptions;
+use shardwright::pyramid::image_metadata::{Channel, ImageMetadata};
 use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::{Method, PyramidError};
 use shardwright::store::Store;
@@ -17,44 +18,69 @@ use crate::array::{object_store, PyArray};
 use crate::errors::{error, IntoPy};
 use crate::pystore::PyZarrStore;
 
-/// The build options of the Python arguments of `sw.pyramid` / `sw.copy`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn build_options(
+/// The settings of `sw.pyramid` / `sw.copy` / `shardwright.dask.pyramid`, as the dict
+/// `_pyramid.prepare` makes (every key present): one argument, so a new setting touches
+/// only the dict, this struct and [`build_options`].
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct Settings {
     factors: Vec<u64>,
     levels: Option<usize>,
-    method: &str,
+    method: String,
     chunks: Option<Vec<Vec<u64>>>,
     shards: Option<Vec<Vec<u64>>>,
-    compressor: &str,
+    compressor: String,
     compression_level: Option<i32>,
     axes: Option<Vec<String>>,
     units: Option<Vec<Option<String>>>,
     name: Option<String>,
+    scale: Option<Vec<f64>>,
+    translation: Option<Vec<f64>>,
+    /// `(label, color)` per channel.
+    channels: Option<Vec<(Option<String>, Option<String>)>>,
+}
+
+/// The build options of `settings`, resuming or not; the image is named `name` unless the
+/// settings name it.
+pub(crate) fn build_options(
+    settings: Settings,
     resume: bool,
+    name: Option<String>,
 ) -> PyResult<BuildOptions> {
-    let method: Method = method
+    let method: Method = settings
+        .method
         .parse()
         .map_err(PyramidError::from)
         .map_err(shardwright::Error::from)
         .py()?;
-    let compressor = match compressor {
+    let compressor = match settings.compressor.as_str() {
         "none" => Compressor::None,
-        other => Compressor::by_name(other, compression_level)
+        other => Compressor::by_name(other, settings.compression_level)
             .map_err(shardwright::Error::from)
             .py()?,
     };
     let request = PlanRequest {
-        factors,
-        levels,
+        factors: settings.factors,
+        levels: settings.levels,
         method: Some(method),
-        chunks,
-        shards,
-        axes,
+        chunks: settings.chunks,
+        shards: settings.shards,
+        axes: settings.axes,
     };
     let mut options = BuildOptions::new(request, compressor);
     options.resume = resume;
-    options.units = units;
-    options.name = name;
+    options.image = ImageMetadata {
+        name: settings.name.or(name),
+        units: settings.units,
+        scale: settings.scale,
+        translation: settings.translation,
+        channels: settings.channels.map(|channels| {
+            channels
+                .into_iter()
+                .map(|(label, color)| Channel { label, color })
+                .collect()
+        }),
+    };
     Ok(options)
 }
 

@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 use shardwright::image::{Image, ImageReport};
 
 use crate::array::PyArray;
-use crate::destination::{build_options, default_name, Destination};
+use crate::destination::{build_options, default_name, Destination, Settings};
 use crate::errors::{error, guard, IntoPy};
 
 /// A grid cell as Python sees it: `(origin, shape, index)`.
@@ -55,7 +55,7 @@ impl PyImage {
     /// Create (or with `resume`, continue) an image at the destination (a folder `root`,
     /// an object-store `url` with `options`, or `adapter` + `path`).
     #[staticmethod]
-    #[pyo3(signature = (root, url, options, adapter, path, shape, dtype, fill_json, factors, levels, method, chunks, shards, compressor, compression_level, axes, units, name, resume, overwrite))]
+    #[pyo3(signature = (root, url, options, adapter, path, shape, dtype, fill_json, settings, resume, overwrite))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -67,39 +67,27 @@ impl PyImage {
         shape: Vec<u64>,
         dtype: String,
         fill_json: String,
-        factors: Vec<u64>,
-        levels: Option<usize>,
-        method: &str,
-        chunks: Vec<u64>,
-        shards: Vec<u64>,
-        compressor: &str,
-        compression_level: Option<i32>,
-        axes: Option<Vec<String>>,
-        units: Option<Vec<Option<String>>>,
-        name: Option<String>,
+        settings: Settings,
         resume: bool,
         overwrite: bool,
     ) -> PyResult<Self> {
         guard(|| {
             let build = build_options(
-                factors,
-                levels,
-                method,
-                Some(vec![chunks]),
-                Some(vec![shards]),
-                compressor,
-                compression_level,
-                axes,
-                units,
-                name.or_else(|| default_name(root.as_deref(), url.as_deref())),
+                settings,
                 resume,
+                default_name(root.as_deref(), url.as_deref()),
             )?;
             let fill: serde_json::Value =
                 serde_json::from_str(&fill_json).map_err(|e| error(format!("fill value: {e}")))?;
             // Every setting checked before the destination is cleared.
-            build
+            let plan = build
                 .request
                 .plan(&shape, &dtype)
+                .map_err(shardwright::Error::from)
+                .py()?;
+            build
+                .image
+                .check(&plan)
                 .map_err(shardwright::Error::from)
                 .py()?;
             let destination = Destination::of(py, root, url, &options, adapter, path)?;

@@ -13,7 +13,7 @@ use shardwright::store::Store;
 use shardwright::{Array, Domain, ErrorKind, FilesystemStore};
 
 use crate::array::{group_error, is_group, object_store, open_named, PyArray};
-use crate::destination::{build_options, default_name, Destination};
+use crate::destination::{build_options, default_name, Destination, Settings};
 use crate::errors::{guard, IntoPy};
 use crate::pystore::PyZarrStore;
 
@@ -230,7 +230,7 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
 /// checking every setting (nothing is written or removed when one is wrong). Returns the
 /// written arrays and the build's report.
 #[pyfunction]
-#[pyo3(signature = (source, kind, root, url, options, adapter, path, factors, levels, method, chunks, shards, compressor, compression_level, axes, units, name, resume, overwrite, progress))]
+#[pyo3(signature = (source, kind, root, url, options, adapter, path, settings, resume, overwrite, progress))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build<'py>(
     py: Python<'py>,
@@ -241,16 +241,7 @@ pub(crate) fn build<'py>(
     options: Vec<(String, String)>,
     adapter: Option<Py<PyAny>>,
     path: String,
-    factors: Vec<u64>,
-    levels: Option<usize>,
-    method: &str,
-    chunks: Option<Vec<Vec<u64>>>,
-    shards: Option<Vec<Vec<u64>>>,
-    compressor: &str,
-    compression_level: Option<i32>,
-    axes: Option<Vec<String>>,
-    units: Option<Vec<Option<String>>>,
-    name: Option<String>,
+    settings: Settings,
     resume: bool,
     overwrite: bool,
     progress: Option<Py<PyAny>>,
@@ -258,17 +249,9 @@ pub(crate) fn build<'py>(
     guard(|| {
         let as_pyramid = kind == "pyramid";
         let build_options = build_options(
-            factors,
-            levels,
-            method,
-            chunks,
-            shards,
-            compressor,
-            compression_level,
-            axes,
-            units,
-            name.or_else(|| default_name(root.as_deref(), url.as_deref())),
+            settings,
             resume,
+            default_name(root.as_deref(), url.as_deref()),
         )?;
         // without the GIL: the check reads one element (a callback source takes the GIL
         // itself; a store may be served by Python threads of this process)

@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use shardwright::pyramid::tasks::LevelTasks;
 
 use crate::array::PyArray;
-use crate::destination::{build_options, default_name, Destination};
+use crate::destination::{build_options, default_name, Destination, Settings};
 use crate::errors::{guard, IntoPy};
 use crate::pyramid::PySource;
 use crate::writer::stats_dict;
@@ -39,7 +39,7 @@ impl PyPyramidTasks {
     /// it (`overwrite`) or refuse a non-empty one (unless `resume`), and create the level
     /// arrays. Arguments as `_core.build`'s.
     #[staticmethod]
-    #[pyo3(signature = (source, root, url, options, adapter, path, factors, levels, method, chunks, shards, compressor, compression_level, axes, units, name, resume, overwrite))]
+    #[pyo3(signature = (source, root, url, options, adapter, path, settings, resume, overwrite))]
     #[allow(clippy::too_many_arguments)]
     fn prepare(
         py: Python<'_>,
@@ -49,38 +49,24 @@ impl PyPyramidTasks {
         options: Vec<(String, String)>,
         adapter: Option<Py<PyAny>>,
         path: String,
-        factors: Vec<u64>,
-        levels: Option<usize>,
-        method: &str,
-        chunks: Option<Vec<Vec<u64>>>,
-        shards: Option<Vec<Vec<u64>>>,
-        compressor: &str,
-        compression_level: Option<i32>,
-        axes: Option<Vec<String>>,
-        units: Option<Vec<Option<String>>>,
-        name: Option<String>,
+        settings: Settings,
         resume: bool,
         overwrite: bool,
     ) -> PyResult<Self> {
         guard(|| {
             let build = build_options(
-                factors,
-                levels,
-                method,
-                chunks,
-                shards,
-                compressor,
-                compression_level,
-                axes,
-                units,
-                name.or_else(|| default_name(root.as_deref(), url.as_deref())),
+                settings,
                 resume,
+                default_name(root.as_deref(), url.as_deref()),
             )?;
             // the settings are checked before anything is removed
             let shape = source.inner().shape();
             build
                 .request
                 .plan(&shape, &source.inner().data_type())
+                .and_then(|plan| {
+                    shardwright::pyramid::ome::group_metadata(&plan, "image", &build.image, &[])
+                })
                 .map_err(shardwright::Error::from)
                 .py()?;
             let place = Place {

@@ -60,6 +60,7 @@ use crate::pyramid::options::BuildOptions;
 use crate::pyramid::plan::Plan;
 use crate::pyramid::source::element_size;
 use crate::pyramid::walk::Walk;
+use crate::pyramid::window::ChannelWindows;
 use crate::pyramid::{downsample, PyramidError};
 use crate::store::{join, Store};
 use crate::Array;
@@ -129,7 +130,7 @@ impl Image {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(shape, data_type)?;
         // Everything the finished image will need checks now, before anything is written.
-        group_document(&plan, options, &path)?;
+        group_document(&plan, options, &path, &[])?;
         let group_key = join(&path, METADATA_KEY);
         if !options.resume {
             if store.size(&group_key)?.is_some() {
@@ -354,6 +355,13 @@ impl Image {
         finished?;
         let dirty = std::mem::take(&mut state.dirty);
         let rewritten = dirty.len();
+        let top_stored = state
+            .driver
+            .walk
+            .stored
+            .last()
+            .is_some_and(|s| !s.is_empty());
+        let top_windows = (dirty.is_empty() && !top_stored).then(|| state.driver.windows.windows());
         let mut report = ImageReport {
             levels: Vec::new(),
             shards_written: std::iter::once(state.shards_done)
@@ -374,7 +382,18 @@ impl Image {
             report.puts += updated.puts;
             report.bytes_written += updated.bytes_written;
         }
-        let text = group_document(&self.plan, &self.options, &self.path)?;
+        // The top level's windows, seen as its blocks were written; read back (it is the
+        // smallest level) when some of it was stored before or rewritten since.
+        let windows = match (&top_windows, arrays.last()) {
+            (Some(windows), _) => windows.clone(),
+            (None, Some(top)) => {
+                let mut windows = ChannelWindows::for_array(top);
+                windows.observe_array(top)?;
+                windows.windows()
+            }
+            (None, None) => Vec::new(),
+        };
+        let text = group_document(&self.plan, &self.options, &self.path, &windows)?;
         let group = record::finished_group(&text, &self.plan, &self.options)?;
         self.store.put(&join(&self.path, METADATA_KEY), &[&group])?;
         report.bytes_written += group.len() as u64;

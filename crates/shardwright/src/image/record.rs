@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::layout::Compressor;
 use crate::pyramid::downsample::Method;
+use crate::pyramid::image_metadata::ImageMetadata;
 use crate::pyramid::options::BuildOptions;
 use crate::pyramid::plan::{Plan, PlanRequest};
 use crate::pyramid::PyramidError;
@@ -27,8 +28,7 @@ pub(crate) fn record(plan: &Plan, options: &BuildOptions) -> Value {
             "chunks": plan.levels.iter().map(|l| l.chunks.clone()).collect::<Vec<_>>(),
             "shards": plan.levels.iter().map(|l| l.shards.clone()).collect::<Vec<_>>(),
             "compressor": { "name": name, "level": level },
-            "name": options.name,
-            "units": options.units,
+            "metadata": options.image,
         }
     })
 }
@@ -108,14 +108,10 @@ pub(crate) fn options_from(group: &Value, path: &str) -> Result<BuildOptions> {
     };
     let mut options = BuildOptions::new(request, compressor);
     options.resume = true;
-    options.name = image
-        .get("name")
-        .and_then(|n| serde_json::from_value(n.clone()).ok())
-        .flatten();
-    options.units = image
-        .get("units")
-        .and_then(|u| serde_json::from_value(u.clone()).ok())
-        .flatten();
+    options.image = match image.get("metadata") {
+        Some(metadata) => serde_json::from_value(metadata.clone()).map_err(|_| bad("metadata"))?,
+        None => ImageMetadata::default(),
+    };
     Ok(options)
 }
 

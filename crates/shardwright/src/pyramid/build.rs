@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use super::driver::Driver;
 use super::grain::GrainReader;
 use super::walk::Walk;
+use super::window::{ChannelWindows, Window};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -53,7 +54,7 @@ pub fn check(source: &dyn Source, options: &BuildOptions, as_pyramid: bool) -> R
     let shape = source.shape();
     let plan = if as_pyramid {
         let plan = options.request.plan(&shape, &source.data_type())?;
-        super::ome::group_metadata(&plan, "image", options.units.as_deref(), None)?;
+        super::ome::group_metadata(&plan, "image", &options.image, &[])?;
         plan
     } else {
         copy_request(&options.request, shape.len()).plan(&shape, &source.data_type())?
@@ -103,19 +104,24 @@ pub fn pyramid(
 ) -> Result<Report> {
     let path = path.trim_matches('/').to_string();
     let plan = options.request.plan(&source.shape(), &source.data_type())?;
-    let text = group_document(&plan, options, &path)?;
+    // the metadata is checked before anything is written
+    group_document(&plan, options, &path, &[])?;
     let group_key = join(&path, METADATA_KEY);
     if !options.resume && store.size(&group_key)?.is_some() {
         return Err(Error::AlreadyExists(path));
     }
-    let mut report = run(
+    // the windows are computed only for an image with `omero` channels
+    let observe = options.image.channels(&plan)?.is_some();
+    let (mut report, windows) = run(
         source,
         &store,
         level_paths(&path, &plan),
         &plan,
+        observe,
         options,
         progress,
     )?;
+    let text = group_document(&plan, options, &path, &windows)?;
     store.put(&group_key, &[&text])?;
     report.bytes_written += text.len() as u64;
     Ok(report)
@@ -147,17 +153,20 @@ pub fn copy(
 ) -> Result<Report> {
     let plan = check(source, options, false)?;
     let path = path.trim_matches('/').to_string();
-    run(source, &store, vec![path], &plan, options, progress)
+    Ok(run(source, &store, vec![path], &plan, false, options, progress)?.0)
 }
 
+/// Write the levels at `paths`; with `observe`, also the top level's channel windows
+/// (read back from the top level when a resumed run finds some of it stored).
 fn run(
     source: &dyn Source,
     store: &Arc<dyn Store>,
     paths: Vec<String>,
     plan: &Plan,
+    observe: bool,
     options: &BuildOptions,
     progress: &mut dyn FnMut(&Progress) -> bool,
-) -> Result<Report> {
+) -> Result<(Report, Vec<Window>)> {
     let started = Instant::now();
     let arrays = level_arrays(
         (&source.data_type(), source.fill_value()),
@@ -190,6 +199,9 @@ fn run(
         element,
         options.commits_in_flight,
     );
+    if !observe {
+        driver.windows = ChannelWindows::ignoring();
+    }
     let plan = &walk.plan;
     let grains = GrainReader::new(source, plan, element);
     let cache_bound = grains.as_ref().map_or(0, |g| g.budget);
@@ -266,7 +278,17 @@ fn run(
             "internal error: the source's blocks did not complete every shard",
         )));
     }
-    Ok(Report {
+    // The top level's windows: seen as its blocks were written, unless a resumed run
+    // skipped some of them; then read back (the top level is the smallest).
+    let windows = match driver.arrays.last() {
+        Some(top) if observe && walk.stored.last().is_some_and(|s| !s.is_empty()) => {
+            let mut windows = ChannelWindows::for_array(top);
+            windows.observe_array(top)?;
+            windows.windows()
+        }
+        _ => driver.windows.windows(),
+    };
+    let report = Report {
         bytes_read: driver.progress.bytes_read,
         bytes_written: driver.progress.bytes_written,
         shards_written: driver.progress.shards_done.clone(),
@@ -280,7 +302,8 @@ fn run(
             options.commits_in_flight.max(1),
         ) + cache_bound,
         levels: driver.arrays,
-    })
+    };
+    Ok((report, windows))
 }
 
 #[cfg(test)]

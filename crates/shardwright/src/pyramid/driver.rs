@@ -4,8 +4,10 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::downsample;
+use super::image_metadata::ImageMetadata;
 use super::options::Progress;
 use super::walk::Walk;
+use super::window::ChannelWindows;
 use super::PyramidError;
 use crate::domain::copy::copy_block;
 use crate::domain::Domain;
@@ -41,6 +43,8 @@ pub(crate) struct Driver {
     /// Level 0's shards are stored by someone else (an image's writers): blocks of level
     /// 0 only feed the levels above.
     pub(crate) level0_stored: bool,
+    /// The channels' display windows, from the top level's blocks as they are written.
+    pub(crate) windows: ChannelWindows,
 }
 
 impl Driver {
@@ -54,6 +58,7 @@ impl Driver {
         commits_in_flight: usize,
     ) -> Self {
         let levels = arrays.len();
+        let windows = top_windows(&walk.plan, &data_type);
         let shards_total = arrays
             .iter()
             .zip(&walk.stored)
@@ -80,6 +85,7 @@ impl Driver {
             stopped: false,
             fill: vec![0; element],
             level0_stored: false,
+            windows,
         }
     }
 
@@ -258,6 +264,9 @@ impl Driver {
             .get(k)
             .cloned()
             .ok_or_else(|| internal(format!("no array for level {k}")))?;
+        if k + 1 == self.arrays.len() {
+            self.windows.observe(block, data);
+        }
         let grid = array.shard_grid().clone();
         for shard in grid.cells_meeting(block) {
             let linear = grid.linear_index(grid_index(&shard)?);
@@ -329,6 +338,16 @@ impl Driver {
         }
         first
     }
+}
+
+/// The accumulator of the windows of `plan`'s top level's channels (axis `c`).
+fn top_windows(plan: &super::plan::Plan, data_type: &str) -> ChannelWindows {
+    let axis = ImageMetadata::channel_axis(plan);
+    let count = axis
+        .and_then(|c| plan.levels.last().and_then(|l| l.shape.get(c)))
+        .copied()
+        .unwrap_or(1);
+    ChannelWindows::new(data_type, axis, count as usize)
 }
 
 fn internal(what: String) -> crate::Error {

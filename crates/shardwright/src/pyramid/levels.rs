@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::ome;
 use super::options::BuildOptions;
 use super::plan::Plan;
+use super::window::Window;
 use super::PyramidError;
 use crate::error::{Error, Result};
 use crate::layout::ArraySpec;
@@ -15,17 +16,28 @@ use crate::store::{join, Store};
 use crate::Array;
 
 /// The group's `zarr.json` of the pyramid at `path` (trimmed of slashes): the OME
-/// `multiscales` of `plan`, named `options.name` or after the path's last part.
-pub(crate) fn group_document(plan: &Plan, options: &BuildOptions, path: &str) -> Result<Vec<u8>> {
-    let name = options.name.clone().unwrap_or_else(|| {
+/// `multiscales` of `plan`, named `options.image.name` or after the path's last part, with
+/// the channels' `windows` (see [`ome::group_metadata`]).
+pub(crate) fn group_document(
+    plan: &Plan,
+    options: &BuildOptions,
+    path: &str,
+    windows: &[Window],
+) -> Result<Vec<u8>> {
+    let name = options.image.name.clone().unwrap_or_else(|| {
         path.rsplit('/')
             .next()
             .filter(|s| !s.is_empty())
             .unwrap_or("image")
             .to_string()
     });
-    let group = ome::group_metadata(plan, &name, options.units.as_deref(), None)?;
-    Ok(serde_json::to_vec_pretty(&group)
+    let group = ome::group_metadata(plan, &name, &options.image, windows)?;
+    pretty(&group)
+}
+
+/// `document` as the pretty JSON every group `zarr.json` is written as.
+pub(super) fn pretty(document: &serde_json::Value) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec_pretty(document)
         .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?)
 }
 

@@ -24,6 +24,7 @@ pub mod build;
 pub mod downsample;
 pub(crate) mod driver;
 mod grain;
+pub mod image_metadata;
 pub(crate) mod levels;
 pub mod ome;
 pub mod options;
@@ -32,6 +33,7 @@ pub mod source;
 mod stop;
 pub mod tasks;
 pub(crate) mod walk;
+pub mod window;
 
 pub use downsample::{DownsampleError, Method};
 

@@ -2,6 +2,7 @@
 //! after each shard ([`Progress`]) and what it did ([`Report`]): types only, shared by the
 //! one-pass driver, the level arrays and the distributed tasks.
 
+use super::image_metadata::ImageMetadata;
 use super::plan::PlanRequest;
 use crate::layout::Compressor;
 use crate::writer::WriterOptions;
@@ -17,10 +18,9 @@ pub struct BuildOptions {
     /// Continue a job that stopped: keep the arrays and shards already stored (they must
     /// have been made with the same settings) and write only the missing shards.
     pub resume: bool,
-    /// The multiscale's name in the OME metadata (default: the last part of the path).
-    pub name: Option<String>,
-    /// An OME unit per axis (`None` or `""`: none).
-    pub units: Option<Vec<Option<String>>>,
+    /// The image's name, units, pixel size, offset and channels in the OME metadata
+    /// (name default: the last part of the path).
+    pub image: ImageMetadata,
     /// The shard writers' options.
     pub writer: WriterOptions,
     /// Commits running in the background at most (each holds a writer's staged bytes).
@@ -35,8 +35,7 @@ impl BuildOptions {
             request,
             compressor,
             resume: false,
-            name: None,
-            units: None,
+            image: ImageMetadata::default(),
             writer: WriterOptions::default(),
             commits_in_flight: 4,
         }

@@ -43,10 +43,14 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use super::downsample::{self, Method};
-use super::levels::{group_document, level_arrays, level_paths, stored_shards, SETTINGS_KEY};
+use super::levels::{
+    group_document, level_arrays, level_paths, pretty, stored_shards, SETTINGS_KEY,
+};
+use super::ome::set_windows;
 use super::options::BuildOptions;
 use super::plan::lcm;
 use super::source::Source;
+use super::window::ChannelWindows;
 use super::PyramidError;
 use crate::array::METADATA_KEY;
 use crate::domain::{Domain, Grid};
@@ -94,7 +98,7 @@ impl LevelTasks {
     ) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(&source.shape(), &source.data_type())?;
-        let group = group_document(&plan, options, &path)?;
+        let group = group_document(&plan, options, &path, &[])?;
         if !options.resume && store.size(&join(&path, METADATA_KEY))?.is_some() {
             return Err(Error::AlreadyExists(path));
         }
@@ -274,14 +278,26 @@ impl LevelTasks {
     }
 
     /// Write the group's `zarr.json` (the OME `multiscales`): the pyramid is complete.
-    /// Returns the bytes written.
+    /// With `omero` channels, their windows are computed first from the stored top level
+    /// (read once), as [`build::pyramid`](super::build::pyramid) computes them. Returns
+    /// the bytes written.
     ///
     /// # Errors
-    /// [`Error::Store`] when the put fails.
+    /// [`Error::Store`] when the put or a read of the top level fails.
     pub fn finish(&self) -> Result<u64> {
-        self.store
-            .put(&join(&self.path, METADATA_KEY), &[&self.group])?;
-        Ok(self.group.len() as u64)
+        let mut group: serde_json::Value = serde_json::from_slice(&self.group)
+            .map_err(|e| PyramidError::invalid(format!("the group document is not JSON: {e}")))?;
+        let text = match (group.pointer("/attributes/ome/omero"), self.levels.last()) {
+            (Some(_), Some(top)) => {
+                let mut windows = ChannelWindows::for_array(top);
+                windows.observe_array(top)?;
+                set_windows(&mut group, &windows.windows());
+                pretty(&group)?
+            }
+            _ => self.group.clone(),
+        };
+        self.store.put(&join(&self.path, METADATA_KEY), &[&text])?;
+        Ok(text.len() as u64)
     }
 }
 
