@@ -216,8 +216,9 @@ def create_image(
     level's scale is it times the factors so far, its translation shifted to the centre
     of its first pixel), OME unit names (``"µm"`` is written ``"micrometer"``), and a
     label (and colour) per element of the ``c`` axis, written as OME ``omero`` channels
-    with display windows computed from the data as it is written. ``resume=True`` continues an image that stopped (as
-    :func:`open_image`), or creates it if nothing is there.
+    with display windows computed from the data as it is written. ``resume=True``
+    continues an image that stopped (as :func:`open_image`), or creates it if nothing is
+    there.
 
     >>> import numpy as np, tempfile, shardwright as sw
     >>> img = sw.create_image(tempfile.mkdtemp() + "/a.ome.zarr", shape=(32, 32),

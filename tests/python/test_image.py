@@ -229,13 +229,22 @@ def test_physical_metadata_is_what_sw_pyramid_writes_and_validates(tmp_path):
     )
     with make(tmp_path, **physical) as img:
         img.map_chunks(lambda c: data[c.slices])
-    sw.pyramid(data, tmp_path / "ref.ome.zarr", factors=FACTORS, levels=4, chunks=CHUNKS,
-               shards=SHARDS, axes="tczyx", **physical)
+    sw.pyramid(
+        data,
+        tmp_path / "ref.ome.zarr",
+        factors=FACTORS,
+        levels=4,
+        chunks=CHUNKS,
+        shards=SHARDS,
+        axes="tczyx",
+        **physical,
+    )
     got = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())["attributes"]
     want = json.loads((tmp_path / "ref.ome.zarr" / "zarr.json").read_text())["attributes"]
     assert got["ome"] == want["ome"]
-    scales = [d["coordinateTransformations"][0]["scale"]
-              for d in got["ome"]["multiscales"][0]["datasets"]]
+    scales = [
+        d["coordinateTransformations"][0]["scale"] for d in got["ome"]["multiscales"][0]["datasets"]
+    ]
     assert scales[3] == [1, 1, 2.0, 0.406 * 8, 0.406 * 8]
     windows = [c["window"] for c in got["ome"]["omero"]["channels"]]
     top = img.levels[3][...]
