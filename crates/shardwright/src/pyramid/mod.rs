@@ -20,6 +20,8 @@
 //! assert_eq!(report.bytes_read, 64);
 //! ```
 
+pub mod add_levels;
+mod add_levels_group;
 pub mod build;
 pub mod downsample;
 mod driver;
@@ -31,6 +33,7 @@ pub mod plan;
 pub mod source;
 mod stop;
 pub mod tasks;
+pub mod update;
 mod walk;
 
 pub use downsample::{DownsampleError, Method};
@@ -56,6 +59,19 @@ pub enum PyramidError {
     /// The progress callback asked to stop. Shards stored until then stay, each whole.
     #[error("stopped by the progress callback; rerun with resume to finish")]
     Stopped,
+    /// `add_levels` was given a place with no array `0` (level 0) under it.
+    #[error(
+        "no level 0 in {}: add_levels needs an OME-Zarr image or a group holding an array '0' \
+         (there is no zarr.json at '{}'){found}",
+        if path.is_empty() { "the image".to_string() } else { format!("'{path}'") },
+        crate::store::join(path, "0")
+    )]
+    NoLevelZero {
+        /// The image group's path.
+        path: String,
+        /// What is there instead (`""`, or `"; '…' is an array: give the group holding it"`).
+        found: String,
+    },
     /// The destination holds an array made with other settings than a resumed job's.
     #[error("cannot resume into '{path}': {message}")]
     Resume {
