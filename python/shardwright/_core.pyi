@@ -212,6 +212,25 @@ def build(
     """Build a pyramid (``kind="pyramid"``) or a copy of ``source``; returns the written
     arrays and the build's report."""
 
+def add_levels(
+    root: str | None,
+    url: str | None,
+    options: list[tuple[str, str]],
+    adapter: Any | None,
+    path: str,
+    factors: list[int] | None,
+    levels: int | None,
+    method: str | None,
+    chunks: list[list[int]] | None,
+    shards: list[list[int]] | None,
+    compressor: str,
+    compression_level: int | None,
+    progress: Any | None,
+) -> tuple[list[Array], dict[str, Any]]:
+    """Write the levels above level 0 of the image at the destination (level 0 only read),
+    then its group metadata; ``None`` settings come from the image. Returns the level
+    arrays and the report."""
+
 class PyramidTasks:
     """A pyramid built as one task per shard of each level (``shardwright.dask``);
     pickled as where it writes, reopened on a worker without creating anything."""

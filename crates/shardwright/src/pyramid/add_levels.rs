@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::add_levels_group::{image_document, LEVEL0_SHAPE, RECORD_KEY};
+use super::add_levels_group::{image_document, LEVEL0_ABSENT, LEVEL0_SHAPE, RECORD_KEY};
 use super::build::run_arrays;
 use super::levels::{level_array, settings_record, stored_shards, SETTINGS_KEY};
 use super::options::{BuildOptions, Progress, Report};
@@ -19,12 +19,16 @@ use super::source::ArraySource;
 use super::update::{changed_regions, update_levels};
 use super::{Method, PyramidError};
 use crate::array::METADATA_KEY;
+use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::store::{join, Store};
 use crate::Array;
 
 /// Most levels looked for above level 0.
 const MAX_LEVELS: usize = 64;
+
+/// Most absent level-0 shards recorded (to find those written since, on the next call).
+const MAX_ABSENT: usize = 10_000;
 
 /// Write the levels above level 0 of the image at `path` in `store` (arrays `path/1`,
 /// `path/2`, … next to `path/0`), then its group metadata, last. Level 0 is read once
@@ -49,8 +53,9 @@ const MAX_LEVELS: usize = 64;
 /// let spec = ArraySpec::new(vec![8, 8], "uint8", vec![4, 4]).shards(vec![8, 8])
 ///     .dimension_names(vec!["y".into(), "x".into()]);
 /// let level0 = Array::create(store.clone(), "img/0", &spec).unwrap();
-/// let w = level0.shard_writer(&level0.bounds()).unwrap();
-/// w.write_region(&level0.bounds(), &[4; 64]).unwrap();
+/// let shard = level0.shard(&[0, 0]).unwrap();
+/// let w = level0.shard_writer(&shard).unwrap();
+/// w.write_region(&shard, &[4; 64]).unwrap();
 /// w.commit().unwrap();
 /// let request = PlanRequest { levels: Some(3), ..Default::default() };
 /// let report = add_levels(store, "img", &BuildOptions::new(request, Compressor::None), &mut |_| true).unwrap();
@@ -90,7 +95,9 @@ pub fn add_levels(
     let made = uppers
         .first()
         .and_then(|a| a.layout().metadata().attributes.get(SETTINGS_KEY).cloned());
-    let record = group.as_ref().and_then(|g| g.get("attributes"))
+    let record = group
+        .as_ref()
+        .and_then(|g| g.get("attributes"))
         .and_then(|a| a.get(RECORD_KEY));
     let axes = match &options.request.axes {
         Some(axes) => axes.clone(),
@@ -118,10 +125,14 @@ pub fn add_levels(
         axes: Some(axes),
     };
     let plan = plan_over(&request, &level0)?;
+    let present = stored_shards(std::slice::from_ref(&level0))?
+        .pop()
+        .unwrap_or_default();
     let mut update = None;
-    if !uppers.is_empty() {
-        let old = old_shape(record, &uppers[0], &shape0, &plan.factors);
-        let dirty = changed_regions(&old, &shape0, &plan.factors);
+    if let Some(level1) = uppers.first() {
+        let old = old_shape(record, level1, &shape0, &plan.factors);
+        let mut dirty = changed_regions(&old, &shape0, &plan.factors);
+        dirty.extend(filled_since(record, &level0, &present));
         if !dirty.is_empty() {
             for (k, array) in uppers.iter().enumerate().take(plan.levels.len() - 1) {
                 same_settings(array, &plan, k + 1, &data_type)?;
@@ -139,7 +150,8 @@ pub fn add_levels(
     for k in 1..plan.levels.len() {
         let level_path = join(&path, &k.to_string());
         arrays.push(
-            level_array(&source, &store, &level_path, &plan, k, &resumed).map_err(how_to_proceed)?,
+            level_array(&source, &store, &level_path, &plan, k, &resumed)
+                .map_err(how_to_proceed)?,
         );
     }
     let mut stored = vec![(0..level0.shard_grid().len()).collect::<HashSet<u64>>()];
@@ -161,7 +173,8 @@ pub fn add_levels(
             .unwrap_or("image")
             .to_string()
     });
-    let text = image_document(group.as_ref(), &plan, &name, &shape0)?;
+    let absent = absent_shards(&level0, &present);
+    let text = image_document(group.as_ref(), &plan, &name, &shape0, absent.as_deref())?;
     store.put(&group_key, &[&text])?;
     report.bytes_written += text.len() as u64;
     report.seconds = started.elapsed().as_secs_f64();
@@ -188,7 +201,7 @@ fn open_level0(store: &Arc<dyn Store>, path: &str, group: Option<&Value>) -> Res
                 .and_then(Value::as_str)
                 == Some("array");
             let found = if is_array {
-                format!("; '{path}' is an array: give the group holding it as '0'")
+                "; that is an array: give the group holding it as '0'".to_string()
             } else {
                 String::new()
             };
@@ -221,7 +234,12 @@ fn axes_of(multiscale: Option<&Value>, level0: &Array) -> Vec<String> {
         .metadata()
         .dimension_names
         .as_ref()
-        .and_then(|names| names.iter().map(|n| n.clone().filter(|s| !s.is_empty())).collect());
+        .and_then(|names| {
+            names
+                .iter()
+                .map(|n| n.clone().filter(|s| !s.is_empty()))
+                .collect()
+        });
     dims.filter(|d| d.len() == ndim)
         .unwrap_or_else(|| default_axes(ndim))
 }
@@ -306,10 +324,9 @@ fn plan_over(request: &PlanRequest, level0: &Array) -> Result<Plan> {
     let upper_chunks = chunks.clone().unwrap_or_else(|| chunks0.clone());
     let upper_shards = match (&shards, &chunks) {
         (Some(s), _) => s.clone(),
-        (None, Some(c)) => super::plan::default_shards(
-            request.axes.as_deref().unwrap_or_default(),
-            c,
-        ),
+        (None, Some(c)) => {
+            super::plan::default_shards(request.axes.as_deref().unwrap_or_default(), c)
+        }
         (None, None) => shards0.clone(),
     };
     let data_type = layout.data_type_name();
@@ -340,7 +357,9 @@ fn plan_over(request: &PlanRequest, level0: &Array) -> Result<Plan> {
 /// shape implies (an axis whose level-1 length no longer matches counts as grown from the
 /// start of level 1's last block).
 fn old_shape(record: Option<&Value>, level1: &Array, shape0: &[u64], factors: &[u64]) -> Vec<u64> {
-    if let Some(old) = ints(record.and_then(|r| r.get(LEVEL0_SHAPE))).filter(|o| o.len() == shape0.len()) {
+    if let Some(old) =
+        ints(record.and_then(|r| r.get(LEVEL0_SHAPE))).filter(|o| o.len() == shape0.len())
+    {
         return old;
     }
     let shape1 = level1.layout().shape();
@@ -358,6 +377,41 @@ fn old_shape(record: Option<&Value>, level1: &Array, shape0: &[u64], factors: &[
         .collect()
 }
 
+/// The grid indices of level 0's shards not stored (`present`: the linear indices of
+/// those stored), or `None` when there are more than [`MAX_ABSENT`] (then not recorded).
+fn absent_shards(level0: &Array, present: &HashSet<u64>) -> Option<Vec<Vec<u64>>> {
+    let grid = level0.shard_grid();
+    let absent: Vec<Vec<u64>> = grid
+        .cells()
+        .filter_map(|cell| cell.index().map(<[u64]>::to_vec))
+        .filter(|index| !present.contains(&grid.linear_index(index)))
+        .take(MAX_ABSENT + 1)
+        .collect();
+    (absent.len() <= MAX_ABSENT).then_some(absent)
+}
+
+/// The level-0 shards the record says were absent (all fill value) when the levels were
+/// made, and that are stored now: written since, so changed.
+fn filled_since(record: Option<&Value>, level0: &Array, present: &HashSet<u64>) -> Vec<Domain> {
+    let Some(absent) = record
+        .and_then(|r| r.get(LEVEL0_ABSENT))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let grid = level0.shard_grid();
+    absent
+        .iter()
+        .filter_map(|index| ints(Some(index)))
+        .filter(|index| {
+            index.len() == grid.grid_shape().len()
+                && index.iter().zip(grid.grid_shape()).all(|(i, n)| i < n)
+                && present.contains(&grid.linear_index(index))
+        })
+        .filter_map(|index| level0.shard(&index).ok())
+        .collect()
+}
+
 /// Refuse to update a level made with other settings (before anything is rewritten).
 fn same_settings(array: &Array, plan: &Plan, k: usize, data_type: &str) -> Result<()> {
     let layout = array.layout();
@@ -365,7 +419,10 @@ fn same_settings(array: &Array, plan: &Plan, k: usize, data_type: &str) -> Resul
     let record = settings_record(plan, k);
     let wanted = record.get(SETTINGS_KEY);
     let message = if layout.data_type_name() != data_type {
-        Some(format!("it holds {}; level 0 holds {data_type}", layout.data_type_name()))
+        Some(format!(
+            "it holds {}; level 0 holds {data_type}",
+            layout.data_type_name()
+        ))
     } else if made.is_some_and(|m| Some(m) != wanted) {
         let made = made.cloned().unwrap_or_default();
         let makes = wanted.cloned().unwrap_or_default();

@@ -18,6 +18,10 @@ pub(super) const RECORD_KEY: &str = "shardwright";
 /// The member of the record holding level 0's shape when the levels were last made.
 pub(super) const LEVEL0_SHAPE: &str = "level0_shape";
 
+/// The member of the record listing level 0's shards absent (all fill value) then: those
+/// stored on the next call were written since.
+pub(super) const LEVEL0_ABSENT: &str = "level0_absent";
+
 fn invalid(what: &str) -> PyramidError {
     PyramidError::invalid(format!("the image group's zarr.json: {what}"))
 }
@@ -27,12 +31,14 @@ fn invalid(what: &str) -> PyramidError {
 /// names its level already; new ones scaled by the factors from level 0's scale, and
 /// translated to the centre of their first pixel when level 0 has a translation, except
 /// with `stride`, whose kept sample is the block's first), and `attributes.shardwright`
-/// records `level0_shape`, `factors`, `method`, `levels`.
+/// records `level0_shape`, `factors`, `method`, `levels` and `level0_absent` (the grid
+/// indices of level 0's shards not stored, `null` when there were too many to list).
 pub(super) fn image_document(
     existing: Option<&Value>,
     plan: &Plan,
     name: &str,
     shape0: &[u64],
+    absent: Option<&[Vec<u64>]>,
 ) -> Result<Vec<u8>> {
     let mut doc = match existing {
         Some(Value::Object(map)) => Value::Object(map.clone()),
@@ -78,6 +84,7 @@ pub(super) fn image_document(
         record.insert("factors".into(), json!(plan.factors));
         record.insert("method".into(), json!(plan.method.to_string()));
         record.insert("levels".into(), json!(plan.levels.len()));
+        record.insert(LEVEL0_ABSENT.into(), json!(absent));
     }
     Ok(serde_json::to_vec_pretty(&doc)
         .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?)
@@ -147,8 +154,7 @@ fn extend_datasets(multiscale: &mut Value, plan: &Plan) -> Result<()> {
         .collect();
     if let Value::Object(m) = multiscale {
         m.insert("datasets".into(), Value::Array(datasets));
-        m.entry("type")
-            .or_insert_with(|| json!(plan.method.name()));
+        m.entry("type").or_insert_with(|| json!(plan.method.name()));
     }
     Ok(())
 }

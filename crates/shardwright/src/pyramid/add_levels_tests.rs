@@ -91,7 +91,11 @@ fn levels_over_a_foreign_level0_read_it_once_and_never_write_it() {
     assert_levels_match(&report.levels, &[1, 2, 2]);
     assert_eq!(report.bytes_read, 3 * 45 * 70 * 2);
     assert_eq!(report.shards_written[0], 0);
-    assert!(level0_writes(&store).is_empty(), "{:?}", level0_writes(&store));
+    assert!(
+        level0_writes(&store).is_empty(),
+        "{:?}",
+        level0_writes(&store)
+    );
     let after: Vec<_> = keys.iter().map(|k| store.get(k).unwrap()).collect();
     assert_eq!(before, after);
     let group: serde_json::Value =
@@ -160,7 +164,11 @@ fn a_group_without_level0_and_levels_made_otherwise_are_refused() {
         "{err}"
     );
     assert_eq!(err.kind(), ErrorKind::NotFound);
-    assert!(err.to_string().contains("no level 0 in 'img'"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("no level 0 in 'img': add_levels needs"),
+        "{err}"
+    );
     level0(&store, &[2, 45, 70]);
     add_levels(Arc::clone(&store), "img", &options(Some(3)), &mut |_| true).unwrap();
     let mut other = options(None);
@@ -179,5 +187,54 @@ fn factors_of_the_wrong_length_are_refused() {
     let mut bad = options(None);
     bad.request.factors = vec![2, 2];
     let err = add_levels(store, "img", &bad, &mut |_| true).unwrap_err();
-    assert!(err.to_string().contains("factors (2, 2) must have 3 values"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("factors (2, 2) must have 3 values"),
+        "{err}"
+    );
+}
+
+#[test]
+fn update_levels_rewrites_the_shards_a_rewritten_region_reaches_and_follows_a_shrink() {
+    use crate::pyramid::update::{changed_regions, update_levels};
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let array = level0(&store, &[2, 45, 70]);
+    let made = add_levels(Arc::clone(&store), "img", &options(Some(3)), &mut |_| true).unwrap();
+    let region = Domain::new(vec![1, 10, 30], vec![1, 10, 10]);
+    write(&array, &data(&[2, 45, 70], 9), &region);
+    let report = update_levels(&made.levels, &[1, 2, 2], Method::Mean, &[region]).unwrap();
+    assert_levels_match(&report.levels, &[1, 2, 2]);
+    // level 1: x 15..20 meets two shards of 16; level 2: x 7..10, one
+    assert_eq!(report.shards_written, vec![0, 2, 1]);
+    assert_eq!(report.puts, 3);
+    let small = array.resize(vec![2, 41, 69]).unwrap();
+    let mut levels = report.levels;
+    levels[0] = small;
+    let dirty = changed_regions(&[2, 45, 70], &[2, 41, 69], &[1, 2, 2]);
+    let shrunk = update_levels(&levels, &[1, 2, 2], Method::Mean, &dirty).unwrap();
+    assert_eq!(shrunk.levels[1].layout().shape(), &[2, 21, 35]);
+    assert_levels_match(&shrunk.levels, &[1, 2, 2]);
+}
+
+#[test]
+fn level0_shards_written_after_the_levels_were_made_are_brought_up() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let spec = ArraySpec::new(vec![2, 45, 70], "uint16", vec![1, 8, 8])
+        .shards(vec![1, 16, 16])
+        .dimension_names(vec!["t".into(), "y".into(), "x".into()]);
+    let array = Array::create(Arc::clone(&store), "img/0", &spec).unwrap();
+    let all = data(&[2, 45, 70], 0);
+    let hole = Domain::new(vec![0, 0, 0], vec![1, 16, 16]); // level 0's shard (0, 0, 0)
+    for shard in array.shards().collect::<Vec<_>>() {
+        if shard.index() != Some(&[0, 0, 0][..]) {
+            write(&array, &all, &shard);
+        }
+    }
+    add_levels(Arc::clone(&store), "img", &options(Some(3)), &mut |_| true).unwrap();
+    // the shard was all fill value, its upper shards were not (they hold its neighbours'
+    // data): written now, shape unchanged, only the group's record tells it is new
+    write(&array, &all, &hole);
+    let report = add_levels(store, "img", &options(None), &mut |_| true).unwrap();
+    assert_levels_match(&report.levels, &[1, 2, 2]);
+    assert_eq!(report.shards_written, vec![0, 1, 1]);
 }

@@ -60,16 +60,11 @@ pub enum PyramidError {
     #[error("stopped by the progress callback; rerun with resume to finish")]
     Stopped,
     /// `add_levels` was given a place with no array `0` (level 0) under it.
-    #[error(
-        "no level 0 in {}: add_levels needs an OME-Zarr image or a group holding an array '0' \
-         (there is no zarr.json at '{}'){found}",
-        if path.is_empty() { "the image".to_string() } else { format!("'{path}'") },
-        crate::store::join(path, "0")
-    )]
+    #[error("no level 0 in '{path}': add_levels needs an OME-Zarr image or a group holding an array '0'{found}")]
     NoLevelZero {
         /// The image group's path.
         path: String,
-        /// What is there instead (`""`, or `"; '…' is an array: give the group holding it"`).
+        /// What is there instead: `""`, or `"; that is an array: …"`.
         found: String,
     },
     /// The destination holds an array made with other settings than a resumed job's.
