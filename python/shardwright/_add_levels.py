@@ -61,8 +61,8 @@ def add_levels(
         levels: levels including level 0. Default: as many as exist; with none yet, up to
             the first level whose downsampled axes each fit within one inner chunk.
         method: as for :func:`pyramid`; default the existing levels' own, else ``"mean"``.
-        chunks, shards: one inner-chunk and shard shape for every level above 0
-            (default: level 0's, clipped to each level).
+        chunks, shards: one inner-chunk and shard shape for every level above 0 made
+            new (default: level 0's, clipped to each level); levels found keep theirs.
         compressor, compression_level: as for :func:`shardwright.create`.
         progress: as for :func:`pyramid`.
         storage_options: object-store options for an ``image`` URL.

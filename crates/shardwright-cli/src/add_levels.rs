@@ -30,10 +30,11 @@ pub(crate) struct Args {
     /// mean, min, max, mode, median or stride (default: the existing levels' own, else mean).
     #[arg(long)]
     method: Option<String>,
-    /// Inner chunk shape of every level above 0 (default: level 0's, clipped).
+    /// Inner chunk shape of every new level above 0 (default: level 0's, clipped); levels
+    /// found keep theirs.
     #[arg(long)]
     chunks: Option<String>,
-    /// Shard shape of every level above 0 (default: level 0's, clipped).
+    /// Shard shape of every new level above 0 (default: level 0's, clipped).
     #[arg(long)]
     shards: Option<String>,
     /// The inner chunks' compressor: zstd, blosc, gzip or none.

@@ -41,7 +41,8 @@ const MAX_ABSENT: usize = 10_000;
 /// record, else the ratio of the OME scales of levels 1 and 0, else 2 along the space
 /// axes (y, x; z too) and 1 elsewhere; `method` → the levels' record, else mean; `levels`
 /// → as many as exist (else the stop rule of [`PlanRequest::levels`]); `chunks`,
-/// `shards` (one shape, for every level above 0) → level 0's, clipped; `axes` → the OME
+/// `shards` (one shape, for every level above 0 made new; levels found keep theirs) →
+/// level 0's, clipped; `axes` → the OME
 /// axes, else level 0's `dimension_names`, else the last of `t, c, z, y, x`.
 /// `options.resume` is implied; `name` and `units` serve a group with no multiscale yet.
 ///
@@ -124,7 +125,8 @@ pub fn add_levels(
         shards: options.request.shards.clone(),
         axes: Some(axes),
     };
-    let plan = plan_over(&request, &level0)?;
+    let mut plan = plan_over(&request, &level0)?;
+    adopt_existing(&mut plan, &uppers);
     let present = stored_shards(std::slice::from_ref(&level0))?
         .pop()
         .unwrap_or_default();
@@ -351,6 +353,26 @@ fn plan_over(request: &PlanRequest, level0: &Array) -> Result<Plan> {
         level.shards = shards0; // the stored grid, unclipped
     }
     Ok(plan)
+}
+
+/// The levels found keep their inner-chunk and shard shapes (chunks clipped to a small
+/// level stay so when level 0 grows): `chunks` and `shards` asked for serve the levels
+/// made new.
+fn adopt_existing(plan: &mut Plan, uppers: &[Array]) {
+    for (k, array) in uppers.iter().enumerate() {
+        let Some(level) = plan.levels.get_mut(k + 1) else {
+            break;
+        };
+        let layout = array.layout();
+        level.chunks = layout.chunk_shape().to_vec();
+        level.shards = layout.shard_shape().to_vec();
+        level.block = level
+            .chunks
+            .iter()
+            .zip(&plan.factors)
+            .map(|(c, f)| super::plan::lcm(*c, *f))
+            .collect();
+    }
 }
 
 /// The shape level 0 had when the levels were made: the group's record, else what level 1's

@@ -238,3 +238,18 @@ fn level0_shards_written_after_the_levels_were_made_are_brought_up() {
     assert_levels_match(&report.levels, &[1, 2, 2]);
     assert_eq!(report.shards_written, vec![0, 1, 1]);
 }
+
+#[test]
+fn levels_whose_chunks_were_clipped_to_a_small_shape_keep_them_when_level0_grows() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let array = level0(&store, &[1, 20, 20]);
+    let made = add_levels(Arc::clone(&store), "img", &options(Some(3)), &mut |_| true).unwrap();
+    // level 2 is (1, 5, 5): its chunks were clipped to (1, 5, 5)
+    assert_eq!(made.levels[2].layout().chunk_shape(), &[1, 5, 5]);
+    let grown = array.resize(vec![1, 36, 20]).unwrap();
+    write(&grown, &data(&[1, 36, 20], 0), &grown.bounds());
+    let report = add_levels(store, "img", &options(None), &mut |_| true).unwrap();
+    assert_eq!(report.levels[2].layout().shape(), &[1, 9, 5]);
+    assert_eq!(report.levels[2].layout().chunk_shape(), &[1, 5, 5]);
+    assert_levels_match(&report.levels, &[1, 2, 2]);
+}
