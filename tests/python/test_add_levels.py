@@ -189,3 +189,15 @@ def test_the_cli_adds_levels(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "add-levels: 3 level(s)" in run.stdout
     assert_levels(sw.add_levels(tmp_path / "img"))
+
+
+def test_a_pyramid_whose_level0_was_appended_to_gets_its_levels_extended(tmp_path):
+    rng = np.random.default_rng(7)
+    image = tmp_path / "p.zarr"
+    sw.pyramid(tczyx(rng, 2), image, factors=FACTORS, levels=3, chunks=(1, 1, 3, 8, 8))
+    sw.open(image / "0").append(tczyx(rng, 2), axis=0)
+    levels = sw.add_levels(image)  # the pyramid's own settings, from its levels' records
+    assert [a.shape[0] for a in levels] == [4, 4, 4]
+    assert_levels(levels)
+    ms = zarr.open_group(image).attrs["ome"]["multiscales"][0]
+    assert [d["path"] for d in ms["datasets"]] == ["0", "1", "2"]
