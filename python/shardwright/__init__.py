@@ -18,6 +18,7 @@ from . import (
     _core,
     _reopen,  # noqa: F401  (registers how an Array pickles)
 )
+from ._add_levels import add_levels
 from ._array import Array
 from ._check import CheckReport, check
 from ._check_group import GroupCheckReport
@@ -92,6 +93,7 @@ __all__ = [
     "TransactionTooLarge",
     "UnsupportedError",
     "__version__",
+    "add_levels",
     "check",
     "copy",
     "create",

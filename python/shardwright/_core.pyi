@@ -238,6 +238,21 @@ def build(
     ``compression_level``, ``axes``, ``name``, ``units``, ``scale``, ``translation``,
     ``channels`` as ``(label, color)`` pairs)."""
 
+def add_levels(
+    root: str | None,
+    url: str | None,
+    options: list[tuple[str, str]],
+    adapter: Any | None,
+    path: str,
+    settings: dict[str, Any],
+    method_named: bool,
+    progress: Any | None,
+) -> tuple[list[Array], dict[str, Any]]:
+    """Write the levels above level 0 of the image at the destination (level 0 only read),
+    then its group metadata; empty ``factors`` and ``None`` settings come from the image
+    (``method_named`` false: the levels' own method). Returns the level arrays and the
+    report."""
+
 class PyramidTasks:
     """A pyramid built as one task per shard of each level (``shardwright.dask``);
     pickled as where it writes, reopened on a worker without creating anything."""

@@ -281,6 +281,21 @@ def test_pyramid_arguments(tmp_path):
         build(np.zeros((16, 8), "uint8"), resume=True)
 
 
+def test_add_levels_arguments(tmp_path):
+    import zarr
+
+    zarr.open_group(tmp_path / "empty.zarr", mode="w")
+    with expect("add-levels-no-level0"):
+        sw.add_levels(tmp_path / "empty.zarr")
+    image = tmp_path / "img.zarr"
+    sw.create(image / "0", shape=(8, 8), dtype="uint8", chunks=(4, 4))[...] = 1
+    with expect("add-levels-factors"):
+        sw.add_levels(image, factors=(2,))
+    sw.add_levels(image, factors=(2, 2), levels=2)
+    with expect("add-levels-made-otherwise"):
+        sw.add_levels(image, method="max")
+
+
 class _Failing:
     shape, dtype = (8, 8), np.dtype("uint8")
 

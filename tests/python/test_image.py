@@ -251,3 +251,40 @@ def test_physical_metadata_is_what_sw_pyramid_writes_and_validates(tmp_path):
     assert [w["min"] for w in windows] == [int(top[:, c].min()) for c in range(3)]
     models = pytest.importorskip("ome_zarr_models.v05.image")
     models.Image.from_zarr(__import__("zarr").open_group(tmp_path / "img.ome.zarr", mode="r"))
+
+
+def test_add_levels_over_a_loop_written_level0_makes_the_same_image(tmp_path):
+    data = volume(seed=8)
+    physical = dict(
+        scale=(1, 1, 2.0, 0.406, 0.406),
+        units=[None, None, "µm", "µm", "µm"],
+        channels=["a", "b", "c"],
+        name="same",
+    )
+    with make(tmp_path, **physical) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    a = sw.create(
+        tmp_path / "loop.ome.zarr" / "0",
+        shape=SHAPE,
+        dtype="uint16",
+        chunks=CHUNKS,
+        shards=SHARDS,
+        dimension_names=list("tczyx"),
+    )
+    a.map_chunks(lambda c: data[c.slices])
+    before = {
+        p: p.read_bytes() for p in (tmp_path / "loop.ome.zarr" / "0").rglob("*") if p.is_file()
+    }
+    levels = sw.add_levels(tmp_path / "loop.ome.zarr", factors=FACTORS, levels=4, **physical)
+    after = {
+        p: p.read_bytes() for p in (tmp_path / "loop.ome.zarr" / "0").rglob("*") if p.is_file()
+    }
+    assert before == after  # level 0 untouched
+    assert levels.stats["bytes_read"] == data.nbytes  # read once
+    for got, want in zip(levels, img.levels, strict=True):
+        assert np.array_equal(got[...], want[...])
+    ome = [
+        json.loads((tmp_path / d / "zarr.json").read_text())["attributes"]["ome"]
+        for d in ("img.ome.zarr", "loop.ome.zarr")
+    ]
+    assert ome[0] == ome[1]

@@ -9,6 +9,7 @@
 //! - `shardwright check PATH` verifies every stored shard (and `--repair` mends them);
 //! - `shardwright bench` measures chunk-by-chunk writing against the compressor alone.
 
+mod add_levels;
 mod bench;
 mod build;
 mod check;
@@ -61,6 +62,10 @@ enum Command {
     /// report the damaged ones; --repair mends them. Exit status:
     /// 0 no damage, 1 the check could not run, 3 damage found, 4 all damage repaired.
     Check(check::Args),
+    /// Write the levels above level 0 of the OME-Zarr image (or group holding array '0')
+    /// IMAGE, from level 0 read once (never written); after level 0 grew, extend every
+    /// level with what it gained, rewriting only the shards the change reaches.
+    AddLevels(add_levels::Args),
 }
 
 /// Run the command line `args` (the program name first) and return the process exit code:
@@ -116,6 +121,7 @@ where
         Command::Copy(args) => job.long(|| build::copy(&args, &job)).map(|()| 0),
         Command::Bench(args) => bench::run(&args).map(|()| 0),
         Command::Check(args) => job.long(|| check::run(&args, &job)),
+        Command::AddLevels(args) => job.long(|| add_levels::run(&args, &job)).map(|()| 0),
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 //! `shardwright._errors` and turns a Rust panic into a `ShardwrightError`, so no panic
 //! crosses into Python.
 
+mod add_levels;
 mod array;
 mod check;
 mod destination;
@@ -34,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<image::PyImage>()?;
     m.add_class::<tasks::PyPyramidTasks>()?;
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
+    m.add_function(wrap_pyfunction!(add_levels::add_levels, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add_function(wrap_pyfunction!(
         destination::remove_folder_to_overwrite,

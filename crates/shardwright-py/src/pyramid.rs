@@ -200,7 +200,7 @@ impl PySource {
     }
 }
 
-fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("level", p.level)?;
     d.set_item("shards_done", p.shards_done.iter().sum::<u64>())?;
@@ -212,7 +212,7 @@ fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("bytes_read", r.bytes_read)?;
     d.set_item("bytes_written", r.bytes_written)?;

@@ -125,7 +125,9 @@ impl Error {
             | Error::Layout(LayoutError::Shape(_)) => ErrorKind::Shape,
             Error::Layout(LayoutError::Unsupported(_)) => ErrorKind::Unsupported,
             Error::Format(FormatError::Corrupt(_)) => ErrorKind::CorruptShard,
-            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::NotFound(_) | Error::Pyramid(PyramidError::NoLevelZero { .. }) => {
+                ErrorKind::NotFound
+            }
             Error::Conflict { .. } | Error::Store(StoreError::Conflict { .. }) => {
                 ErrorKind::Conflict
             }

@@ -45,7 +45,6 @@
 mod feed;
 mod order;
 pub(crate) mod record;
-mod refresh;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -378,7 +377,12 @@ impl Image {
             *first = self.feed_array();
         }
         if !dirty.is_empty() {
-            let updated = refresh::refresh(&arrays, &self.plan, &dirty)?;
+            let updated = crate::pyramid::update::update_levels(
+                &arrays,
+                &self.plan.factors,
+                self.plan.method,
+                &dirty,
+            )?;
             report.puts += updated.puts;
             report.bytes_written += updated.bytes_written;
         }

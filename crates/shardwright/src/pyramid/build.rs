@@ -180,6 +180,25 @@ fn run(
     } else {
         vec![HashSet::new(); arrays.len()]
     };
+    run_arrays(
+        source, arrays, stored, plan, observe, options, progress, started,
+    )
+}
+
+/// [`run`] into `arrays` (level 0 first), whose shards `stored` (linear indices per level)
+/// are skipped when `options.resume`: `add_levels` passes the existing level 0 with all of
+/// its shards as stored, so level 0 is only read.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_arrays(
+    source: &dyn Source,
+    arrays: Vec<crate::Array>,
+    stored: Vec<HashSet<u64>>,
+    plan: &Plan,
+    observe: bool,
+    options: &BuildOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+    started: Instant,
+) -> Result<(Report, Vec<Window>)> {
     let data_type = source.data_type();
     let element = element_size(&data_type).ok_or_else(|| {
         PyramidError::Downsample(downsample::DownsampleError::UnsupportedDataType {

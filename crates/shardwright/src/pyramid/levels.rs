@@ -56,34 +56,60 @@ pub(crate) fn level_arrays(
     plan: &Plan,
     options: &BuildOptions,
 ) -> Result<Vec<Array>> {
+    paths
+        .iter()
+        .enumerate()
+        .take(plan.levels.len())
+        .map(|(k, path)| {
+            level_array(
+                (data_type, fill_value.clone()),
+                store,
+                path,
+                plan,
+                k,
+                options,
+            )
+        })
+        .collect()
+}
+
+/// The array of level `k` at `path`: created, or (resuming) opened and checked.
+pub(crate) fn level_array(
+    (data_type, fill_value): (&str, Option<serde_json::Value>),
+    store: &Arc<dyn Store>,
+    path: &str,
+    plan: &Plan,
+    k: usize,
+    options: &BuildOptions,
+) -> Result<Array> {
     let data_type = data_type.to_string();
-    let mut arrays = Vec::with_capacity(paths.len());
-    for (k, (level, path)) in plan.levels.iter().zip(paths).enumerate() {
-        let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
-            .shards(level.shards.clone())
-            .compressor(options.compressor)
-            .dimension_names(plan.axes.clone())
-            .attributes(settings_record(plan, k));
-        match fill_value.clone() {
-            Some(fill) => spec = spec.fill_value(fill),
-            None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
-            None => {}
-        }
-        let array = if options.resume {
-            match Array::open(Arc::clone(store), path) {
-                Ok(existing) => {
-                    check_same(&existing, plan, k, &data_type, path)?;
-                    existing
-                }
-                Err(Error::NotFound(_)) => Array::create(Arc::clone(store), path, &spec)?,
-                Err(e) => return Err(e),
-            }
-        } else {
-            Array::create(Arc::clone(store), path, &spec)?
-        };
-        arrays.push(array.with_options(options.writer.clone()));
+    let level = plan
+        .levels
+        .get(k)
+        .ok_or_else(|| Error::Internal(format!("no level {k} in the plan")))?;
+    let mut spec = ArraySpec::new(level.shape.clone(), &data_type, level.chunks.clone())
+        .shards(level.shards.clone())
+        .compressor(options.compressor)
+        .dimension_names(plan.axes.clone())
+        .attributes(settings_record(plan, k));
+    match fill_value {
+        Some(fill) => spec = spec.fill_value(fill),
+        None if data_type == "bool" => spec = spec.fill_value(serde_json::json!(false)),
+        None => {}
     }
-    Ok(arrays)
+    let array = if options.resume {
+        match Array::open(Arc::clone(store), path) {
+            Ok(existing) => {
+                check_same(&existing, plan, k, &data_type, path)?;
+                existing
+            }
+            Err(Error::NotFound(_)) => Array::create(Arc::clone(store), path, &spec)?,
+            Err(e) => return Err(e),
+        }
+    } else {
+        Array::create(Arc::clone(store), path, &spec)?
+    };
+    Ok(array.with_options(options.writer.clone()))
 }
 
 /// The attribute each level array carries: how it was made (a resumed run must make it
@@ -91,7 +117,7 @@ pub(crate) fn level_arrays(
 pub(crate) const SETTINGS_KEY: &str = "shardwright";
 
 /// The attributes of level `k`: `{"shardwright": {"level", "factors", "method"}}`.
-fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json::Value> {
+pub(super) fn settings_record(plan: &Plan, k: usize) -> serde_json::Map<String, serde_json::Value> {
     let record = serde_json::json!({
         "level": k,
         "factors": plan.factors,

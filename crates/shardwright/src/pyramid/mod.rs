@@ -20,6 +20,8 @@
 //! assert_eq!(report.bytes_read, 64);
 //! ```
 
+pub mod add_levels;
+mod add_levels_group;
 pub mod build;
 pub mod downsample;
 pub(crate) mod driver;
@@ -32,6 +34,7 @@ pub mod plan;
 pub mod source;
 mod stop;
 pub mod tasks;
+pub mod update;
 pub(crate) mod walk;
 pub mod window;
 
@@ -64,6 +67,14 @@ pub enum PyramidError {
     ImageClosed {
         /// The shard, as `[0:8, 24:40]`.
         shard: String,
+    },
+    /// `add_levels` was given a place with no array `0` (level 0) under it.
+    #[error("no level 0 in '{path}': add_levels needs an OME-Zarr image or a group holding an array '0'{found}")]
+    NoLevelZero {
+        /// The image group's path.
+        path: String,
+        /// What is there instead: `""`, or `"; that is an array: …"`.
+        found: String,
     },
     /// The destination holds an array made with other settings than a resumed job's.
     #[error("cannot resume into '{path}': {message}")]
