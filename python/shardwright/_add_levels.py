@@ -11,8 +11,8 @@ from typing import Any
 from . import _core
 from ._array import Array
 from ._errors import ShapeError
-from ._location import resolve
 from ._image_metadata import ChannelSpec, physical_settings
+from ._location import resolve
 from ._pyramid import Levels, _ints, _progress_handler
 
 
