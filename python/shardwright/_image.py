@@ -152,8 +152,11 @@ class Image:
             return
         if kind is None:
             self.close()
-        else:
+            return
+        try:
             self.abandon()
+        except Exception as err:  # the block's own error is the one to see
+            value.add_note(f"abandoning the image also failed: {err!r}")
 
     def __repr__(self) -> str:
         shapes = [a.shape for a in self.levels]

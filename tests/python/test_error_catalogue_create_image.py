@@ -40,6 +40,7 @@ def test_a_writer_committed_after_close(tmp_path):
     img.close()
     with expect("image-stored-after-close"):
         writer.commit()
+    assert not img[0][0:4, 0:4].any()  # nothing was stored
 
 
 def test_open_image_of_another_group(tmp_path):

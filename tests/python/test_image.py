@@ -288,3 +288,95 @@ def test_add_levels_over_a_loop_written_level0_makes_the_same_image(tmp_path):
         for d in ("img.ome.zarr", "loop.ome.zarr")
     ]
     assert ome[0] == ome[1]
+
+
+def test_a_rewrite_in_a_session_that_stops_is_recomputed_when_reopened(tmp_path):
+    data = volume(seed=9)
+    with make(tmp_path) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    group = tmp_path / "img.ome.zarr" / "zarr.json"
+    img = sw.open_image(tmp_path / "img.ome.zarr")
+    first = next(iter(img[0].iter_shards()))
+    data[first.slices] = 3
+    with img.write_shard(first) as w:
+        w[first.slices] = data[first.slices]
+    # the levels no longer match level 0: the image is not complete until finished
+    assert "ome" not in json.loads(group.read_text())["attributes"]
+    img.abandon()  # (or a crash) before the levels were made again
+    with sw.open_image(tmp_path / "img.ome.zarr") as again:
+        pass
+    assert again.stats["rewritten"] >= 1
+    check_levels(again.levels, data)
+    assert "ome" in json.loads(group.read_text())["attributes"]
+
+
+def test_more_of_level0_into_a_finished_image_reaches_its_levels(tmp_path):
+    data = volume(seed=10)
+    written = np.zeros(SHAPE, "uint16")
+    img = make(tmp_path)
+    shards = list(img.iter_shards())
+    for shard in shards[: len(shards) // 2]:
+        with img.write_shard(shard) as w:
+            w[shard.slices] = data[shard.slices]
+        written[shard.slices] = data[shard.slices]
+    img.close()
+    img = sw.open_image(tmp_path / "img.ome.zarr")
+    for shard in shards[len(shards) // 2 :]:
+        with img.write_shard(shard) as w:
+            w[shard.slices] = data[shard.slices]
+    img.abandon()
+    with sw.open_image(tmp_path / "img.ome.zarr") as img:
+        pass
+    check_levels(img.levels, data)
+
+
+def test_a_commit_after_close_stores_nothing(tmp_path):
+    img = make(tmp_path)
+    writer = img.write_shard((0, 0, 0, 0, 0))
+    writer[0:1, 0:1, 0:8, 0:16, 0:16] = 5
+    img.close()
+    with pytest.raises(sw.ShardwrightError, match="was not stored: the image is closed"):
+        writer.commit()
+    assert not img[0][0, 0, :8, :16, :16].any()
+
+
+def test_add_levels_sees_growth_inside_a_level1_element(tmp_path):
+    # level 0 grows from 37 to 38 rows: level 1 keeps 19 rows, its last one changes
+    data = volume(seed=11)
+    with make(tmp_path) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    extra = volume((2, 3, 20, 1, 45), seed=12)
+    level0 = sw.open(tmp_path / "img.ome.zarr" / "0")
+    level0.append(extra, axis=3)
+    sw.add_levels(tmp_path / "img.ome.zarr")
+    check_levels(
+        [sw.open(tmp_path / "img.ome.zarr" / str(k)) for k in range(4)],
+        np.concatenate([data, extra], axis=3),
+    )
+    # the same for sw.pyramid's images
+    sw.pyramid(
+        data,
+        tmp_path / "p.ome.zarr",
+        factors=FACTORS,
+        levels=4,
+        chunks=CHUNKS,
+        shards=SHARDS,
+        axes="tczyx",
+    )
+    sw.open(tmp_path / "p.ome.zarr" / "0").append(extra, axis=3)
+    sw.add_levels(tmp_path / "p.ome.zarr")
+    check_levels(
+        [sw.open(tmp_path / "p.ome.zarr" / str(k)) for k in range(4)],
+        np.concatenate([data, extra], axis=3),
+    )
+
+
+def test_one_level_with_channels_gets_windows_from_the_data(tmp_path):
+    data = volume(seed=13)
+    with make(tmp_path, levels=1, channels=["a", "b", "c"]) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    group = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())
+    windows = [c["window"] for c in group["attributes"]["ome"]["omero"]["channels"]]
+    assert [(w["min"], w["max"]) for w in windows] == [
+        (int(data[:, c].min()), int(data[:, c].max())) for c in range(3)
+    ]

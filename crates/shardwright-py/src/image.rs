@@ -33,20 +33,49 @@ fn report_dict<'py>(py: Python<'py>, r: &ImageReport) -> PyResult<Bound<'py, PyD
 }
 
 impl PyImage {
-    fn with<T>(&self, f: impl FnOnce(&Image) -> PyResult<T>) -> PyResult<T> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        match inner.as_ref() {
-            Some(image) => f(image),
-            None => Err(error("the image is closed (finished or abandoned)")),
-        }
+    /// `f` of the image, without the GIL (the lock is taken without it too: a thread
+    /// holding the lock never waits for the GIL while another waits for the lock).
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Image) -> shardwright::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            match inner.as_ref() {
+                Some(image) => f(image).map_err(Some),
+                None => Err(None),
+            }
+        })
+        .map_err(|e| match e {
+            Some(e) => crate::errors::to_py(e),
+            None => error("the image is closed (finished or abandoned)"),
+        })
     }
 
-    fn take(&self) -> PyResult<Image> {
-        self.inner
-            .lock()
+    fn take(&self, py: Python<'_>) -> PyResult<Image> {
+        py.detach(|| {
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        })
+        .ok_or_else(|| error("the image is closed (finished or abandoned)"))
+    }
+}
+
+impl Drop for PyImage {
+    /// An image dropped unfinished is abandoned without the GIL: its feeding thread may
+    /// be storing a shard through a zarr-python store, which takes the GIL.
+    fn drop(&mut self) {
+        let image = self
+            .inner
+            .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .ok_or_else(|| error("the image is closed (finished or abandoned)"))
+            .take();
+        if let Some(image) = image {
+            Python::attach(|py| py.detach(move || drop(image)));
+        }
     }
 }
 
@@ -136,37 +165,33 @@ impl PyImage {
     }
 
     /// The level arrays, level 0 (whose writers feed the others) first.
-    fn levels(&self) -> PyResult<Vec<PyArray>> {
-        self.with(|image| {
-            Ok(image
-                .levels()
-                .iter()
-                .enumerate()
-                .map(|(k, a)| self.destination.level(a.clone(), Some(&k.to_string())))
-                .collect())
-        })
+    fn levels(&self, py: Python<'_>) -> PyResult<Vec<PyArray>> {
+        let arrays = self.with(py, |image| Ok(image.levels().to_vec()))?;
+        Ok(arrays
+            .into_iter()
+            .enumerate()
+            .map(|(k, a)| self.destination.level(a, Some(&k.to_string())))
+            .collect())
     }
 
     /// Level 0's shards not stored yet, as `(origin, shape, index)`, in the order that
     /// completes the coarser levels' blocks soonest.
     fn shards_in_order(&self, py: Python<'_>) -> PyResult<Vec<Cell>> {
-        self.with(|image| {
-            let shards = py.detach(|| image.shards_in_order()).py()?;
-            Ok(shards
-                .into_iter()
-                .map(|s| {
-                    let index = s.index().map(<[u64]>::to_vec).unwrap_or_default();
-                    (s.origin().to_vec(), s.shape().to_vec(), index)
-                })
-                .collect())
-        })
+        let shards = self.with(py, Image::shards_in_order)?;
+        Ok(shards
+            .into_iter()
+            .map(|s| {
+                let index = s.index().map(<[u64]>::to_vec).unwrap_or_default();
+                (s.origin().to_vec(), s.shape().to_vec(), index)
+            })
+            .collect())
     }
 
     /// Finish: complete what level 0's unwritten parts left open, write the OME metadata
     /// last. Returns the level arrays and what the image did.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Vec<PyArray>, Bound<'py, PyDict>)> {
         guard(|| {
-            let image = self.take()?;
+            let image = self.take(py)?;
             let report = py.detach(|| image.finish()).py()?;
             let arrays = report
                 .levels
@@ -181,17 +206,19 @@ impl PyImage {
     /// Stop after an error: shards stored stay, each whole; `open` continues.
     fn abandon(&self, py: Python<'_>) -> PyResult<()> {
         guard(|| {
-            let image = self.take()?;
+            let image = self.take(py)?;
             py.detach(|| image.abandon()).py()
         })
     }
 
     /// Whether `finish` or `abandon` was called.
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| {
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_none()
+        })
     }
 }

@@ -47,9 +47,12 @@
 //! | [`writer`] | [`ShardWriter`]: encodes on a pool, keeps encoded bytes, commits once |
 //! | [`txn`] | [`Transaction`]: region writes across shards, read-your-writes, parallel commit |
 //! | [`array`] / [`read`] | [`Array`]: open/create, iterate shards, make writers, read back |
-//! | [`check`] | an fsck: every stored shard's index and chunks verified, damaged ones mended |
+//! | [`check`] / `edit` | an fsck: every stored shard's index and chunks verified, damaged ones mended; resizing |
+//! | [`pyramid`] | multiscale pyramids and copies in one pass: plans, kernels, the driver, OME metadata, levels over an existing level 0 |
+//! | [`image`] | [`image::Image`]: an image whose coarser levels fill as level 0's shards are stored |
 //!
-//! Lower layers never use higher ones.
+//! Lower layers never use higher ones (the writer layer's [`ShardObserver`] is how a layer
+//! above learns what is written without the writer knowing it).
 
 pub mod array;
 pub mod buffer;

@@ -5,9 +5,9 @@
 //! assembles, writes and downsamples the coarser levels as their blocks complete. A
 //! writer that goes without storing its shard leaves nothing behind.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::domain::copy::copy_block;
@@ -55,6 +55,36 @@ pub(crate) struct FeedState {
 /// The stored shards' payloads on their way to the feeding thread.
 type Job = Vec<(Domain, Vec<u8>)>;
 
+/// The level-0 writers between [`ShardObserver::committing`] and the end of their commit,
+/// and whether the image still takes commits.
+#[derive(Default)]
+struct Gate {
+    closed: bool,
+    passing: HashSet<u64>,
+}
+
+/// Where the level-0 shards written again are recorded, durably, before they are stored.
+pub(crate) struct Journal {
+    pub(crate) store: Arc<dyn crate::store::Store>,
+    pub(crate) key: String,
+    pub(crate) plan: crate::pyramid::plan::Plan,
+    pub(crate) options: crate::pyramid::options::BuildOptions,
+    pub(crate) rewritten: BTreeSet<Vec<u64>>,
+}
+
+impl Journal {
+    /// Record level-0 shard `index` as written again: the group's `zarr.json` becomes the
+    /// pending document (no OME metadata: the levels are not in step until the image is
+    /// finished) listing it.
+    fn note(&mut self, index: &[u64]) -> Result<()> {
+        if self.rewritten.insert(index.to_vec()) {
+            let text = super::record::pending_group(&self.plan, &self.options, &self.rewritten)?;
+            self.store.put(&self.key, &[&text])?;
+        }
+        Ok(())
+    }
+}
+
 /// The observer of an image's level 0 (see the [module docs](self)).
 pub(crate) struct Feed {
     /// Level 0, read back for chunks the writers did not report whole.
@@ -74,6 +104,15 @@ pub(crate) struct Feed {
     worker: Mutex<Option<JoinHandle<()>>>,
     /// The first error of the feeding thread, for the commits that follow it.
     failed: Mutex<Option<Error>>,
+    gate: Mutex<Gate>,
+    /// Signalled when a writer leaves the gate.
+    left: Condvar,
+    /// Level-0 shards (linear indices) stored through the image or found stored.
+    shards_fed: Mutex<HashSet<u64>>,
+    pub(crate) journal: Mutex<Journal>,
+    /// The image was finished before (opened again): every level-0 shard stored now
+    /// changes levels stored already.
+    finished: bool,
 }
 
 impl std::fmt::Debug for Feed {
@@ -88,7 +127,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Feed {
     /// The feed of `driver`'s levels from `level0` (an array without observer).
-    pub(crate) fn new(level0: Array, driver: Driver, fed: HashSet<u64>) -> Self {
+    pub(crate) fn new(
+        level0: Array,
+        driver: Driver,
+        fed: HashSet<u64>,
+        shards_fed: HashSet<u64>,
+        journal: Journal,
+        finished: bool,
+    ) -> Self {
         let plan = &driver.walk.plan;
         let shape = level0.layout().shape().to_vec();
         let chunks = level0.layout().chunk_shape().to_vec();
@@ -116,6 +162,39 @@ impl Feed {
             queue: Mutex::new(None),
             worker: Mutex::new(None),
             failed: Mutex::new(None),
+            gate: Mutex::new(Gate::default()),
+            left: Condvar::new(),
+            shards_fed: Mutex::new(shards_fed),
+            journal: Mutex::new(journal),
+            finished,
+        }
+    }
+
+    /// The first error feeding the levels met, if any.
+    pub(crate) fn failure(&self) -> Option<Error> {
+        lock(&self.failed).clone()
+    }
+
+    /// The level-0 shards (linear indices) stored through the image or found stored.
+    pub(crate) fn shards_fed(&self) -> HashSet<u64> {
+        lock(&self.shards_fed).clone()
+    }
+
+    /// Record an error of a commit whose shard is stored but whose chunks did not reach
+    /// the levels: the image cannot finish, and the shard is journaled so that the image
+    /// opened again recomputes its levels.
+    fn lost(&self, shard: &Domain, error: &Error) {
+        lock(&self.failed).get_or_insert_with(|| error.clone());
+        if let Some(index) = shard.index() {
+            let _ = lock(&self.journal).note(index);
+        }
+    }
+
+    /// `writer` left the gate (its commit ended, stored or not).
+    fn leave(&self, writer: u64) {
+        let mut gate = lock(&self.gate);
+        if gate.passing.remove(&writer) {
+            self.left.notify_all();
         }
     }
 
@@ -153,8 +232,15 @@ impl Feed {
         Ok(())
     }
 
-    /// Take no more shards, and wait until those taken are handed to the driver.
+    /// Take no more commits, wait for those started (each ends stored and queued, or not
+    /// stored), then until the queued shards are handed to the driver.
     pub(crate) fn stop(&self) {
+        let mut gate = lock(&self.gate);
+        gate.closed = true;
+        while !gate.passing.is_empty() {
+            gate = self.left.wait(gate).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(gate);
         drop(lock(&self.queue).take());
         let worker = lock(&self.worker).take();
         if let Some(worker) = worker {
@@ -273,24 +359,10 @@ impl Feed {
     }
 }
 
-impl ShardObserver for Feed {
-    fn chunk(&self, writer: u64, chunk: &Domain, seq: u64, raw: &[u8]) {
-        let seen = match self.payload(chunk, raw, true) {
-            Ok(payload) => Seen::Data(seq, payload),
-            Err(_) => Seen::Stale(seq),
-        };
-        self.note(writer, chunk, seen);
-    }
-
-    fn constant(&self, writer: u64, chunk: &Domain, seq: u64, value: &[u8]) {
-        self.note(writer, chunk, Seen::Constant(seq, value.to_vec()));
-    }
-
-    fn forget(&self, writer: u64, chunk: &Domain, seq: u64) {
-        self.note(writer, chunk, Seen::Stale(seq));
-    }
-
-    fn committed(&self, writer: u64, shard: &Domain) -> Result<()> {
+impl Feed {
+    /// Queue the payloads of the chunks of `shard`, just stored by `writer`, for the
+    /// feeding thread: those `writer` reported whole, the others read back.
+    fn feed_stored_shard(&self, writer: u64, shard: &Domain) -> Result<()> {
         let mut seen = lock(&self.open).remove(&writer).unwrap_or_default();
         let mut payloads = Vec::new();
         for chunk in self.chunk_grid.cells_meeting(shard) {
@@ -309,12 +381,11 @@ impl ShardObserver for Feed {
             };
             payloads.push((chunk, payload));
         }
-        if let Some(error) = lock(&self.failed).clone() {
+        if let Some(error) = self.failure() {
             return Err(error);
         }
         let queue = lock(&self.queue).clone();
-        let sent = queue.is_some_and(|queue| queue.send(payloads).is_ok());
-        if !sent {
+        if !queue.is_some_and(|queue| queue.send(payloads).is_ok()) {
             return Err(PyramidError::ImageClosed {
                 shard: shard.to_string(),
             }
@@ -322,8 +393,57 @@ impl ShardObserver for Feed {
         }
         Ok(())
     }
+}
+
+impl ShardObserver for Feed {
+    fn chunk(&self, writer: u64, chunk: &Domain, seq: u64, raw: &[u8]) {
+        let seen = match self.payload(chunk, raw, true) {
+            Ok(payload) => Seen::Data(seq, payload),
+            Err(_) => Seen::Stale(seq),
+        };
+        self.note(writer, chunk, seen);
+    }
+
+    fn constant(&self, writer: u64, chunk: &Domain, seq: u64, value: &[u8]) {
+        self.note(writer, chunk, Seen::Constant(seq, value.to_vec()));
+    }
+
+    fn forget(&self, writer: u64, chunk: &Domain, seq: u64) {
+        self.note(writer, chunk, Seen::Stale(seq));
+    }
+
+    fn committing(&self, writer: u64, shard: &Domain) -> Result<()> {
+        let mut gate = lock(&self.gate);
+        if gate.closed {
+            return Err(PyramidError::ImageClosed {
+                shard: shard.to_string(),
+            }
+            .into());
+        }
+        let index = shard
+            .index()
+            .ok_or_else(|| Error::Internal(format!("shard {shard} has no grid index")))?;
+        let linear = self.level0.shard_grid().linear_index(index);
+        if !lock(&self.shards_fed).insert(linear) || self.finished {
+            // Written before: the levels made from it must be made again, even if this
+            // session stops before the image is finished.
+            lock(&self.journal).note(index)?;
+        }
+        gate.passing.insert(writer);
+        Ok(())
+    }
+
+    fn committed(&self, writer: u64, shard: &Domain) -> Result<()> {
+        let fed = self.feed_stored_shard(writer, shard);
+        if let Err(error) = &fed {
+            self.lost(shard, error);
+        }
+        self.leave(writer);
+        fed
+    }
 
     fn aborted(&self, writer: u64) {
         lock(&self.open).remove(&writer);
+        self.leave(writer);
     }
 }

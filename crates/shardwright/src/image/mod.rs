@@ -63,7 +63,7 @@ use crate::pyramid::window::ChannelWindows;
 use crate::pyramid::{downsample, PyramidError};
 use crate::store::{join, Store};
 use crate::Array;
-use feed::Feed;
+use feed::{Feed, Journal};
 
 /// An image being written: see the [module docs](self).
 #[derive(Debug)]
@@ -88,6 +88,16 @@ impl Drop for Image {
     fn drop(&mut self) {
         self.feed.stop();
     }
+}
+
+/// What the group's record says of an image opened again.
+#[derive(Debug, Default)]
+struct Reopened {
+    /// Level-0 shards written again after their levels were made, in a session that
+    /// stopped before finishing.
+    rewritten: std::collections::BTreeSet<Vec<u64>>,
+    /// The image was finished (its group has OME metadata).
+    finished: bool,
 }
 
 /// What an image's writing did, from its creation (or opening) to [`Image::finish`].
@@ -126,6 +136,23 @@ impl Image {
         fill_value: Option<serde_json::Value>,
         options: &BuildOptions,
     ) -> Result<Self> {
+        Self::make(
+            store,
+            path,
+            (shape, data_type, fill_value),
+            options,
+            Reopened::default(),
+        )
+    }
+
+    /// [`create`](Self::create), continuing after what the group's record says.
+    fn make(
+        store: Arc<dyn Store>,
+        path: &str,
+        (shape, data_type, fill_value): (&[u64], &str, Option<serde_json::Value>),
+        options: &BuildOptions,
+        reopened: Reopened,
+    ) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(shape, data_type)?;
         // Everything the finished image will need checks now, before anything is written.
@@ -135,7 +162,8 @@ impl Image {
             if store.size(&group_key)?.is_some() {
                 return Err(Error::AlreadyExists(path));
             }
-            store.put(&group_key, &[&record::pending_group(&plan, options)?])?;
+            let pending = record::pending_group(&plan, options, &Default::default())?;
+            store.put(&group_key, &[&pending])?;
         }
         let fill = fill_value.or_else(|| (data_type == "bool").then(|| serde_json::json!(false)));
         let arrays = level_arrays(
@@ -145,7 +173,7 @@ impl Image {
             &plan,
             options,
         )?;
-        Self::start(store, path, plan, arrays, options.clone())
+        Self::start(store, path, plan, arrays, options.clone(), reopened)
     }
 
     /// Continue the image at `path` in `store` that [`Image::create`] started (after a
@@ -173,7 +201,13 @@ impl Image {
             level0.layout().shape().to_vec(),
             level0.layout().data_type_name().to_string(),
         );
-        Self::create(store, &path, &shape, &data_type, None, &options)
+        let reopened = Reopened {
+            rewritten: record::rewritten_of(&group),
+            // A finished image's levels are all stored: every level-0 shard written now
+            // changes levels made already.
+            finished: group.pointer("/attributes/ome").is_some(),
+        };
+        Self::make(store, &path, (&shape, &data_type, None), &options, reopened)
     }
 
     fn start(
@@ -182,6 +216,7 @@ impl Image {
         plan: Plan,
         arrays: Vec<Array>,
         options: BuildOptions,
+        reopened: Reopened,
     ) -> Result<Self> {
         let stored = if options.resume {
             stored_shards(&arrays)?
@@ -218,7 +253,30 @@ impl Image {
         driver.fill = level0.layout().fill_value_bytes().to_vec();
         driver.level0_stored = true;
         let fed = order::chunks_of_shards(&level0, &stored0);
-        let feed = Arc::new(Feed::new(level0.clone(), driver, fed));
+        let journal = Journal {
+            store: Arc::clone(&store),
+            key: join(&path, METADATA_KEY),
+            plan: plan.clone(),
+            options: options.clone(),
+            rewritten: reopened.rewritten.clone(),
+        };
+        let feed = Arc::new(Feed::new(
+            level0.clone(),
+            driver,
+            fed,
+            stored0.clone(),
+            journal,
+            reopened.finished,
+        ));
+        {
+            // level-0 shards written again in a session that stopped before finishing
+            let mut state = feed.lock();
+            for index in &reopened.rewritten {
+                if let Ok(shard) = level0.shard(index) {
+                    state.dirty.push(shard);
+                }
+            }
+        }
         feed.start()?;
         let mut levels = arrays;
         if let Some(first) = levels.first_mut() {
@@ -292,6 +350,20 @@ impl Image {
         Ok(())
     }
 
+    /// The grid indices of level 0's shards never stored through the image nor found
+    /// stored (`None` past [`MAX_ABSENT`](crate::pyramid::add_levels::MAX_ABSENT)).
+    fn absent_shards(&self) -> Option<Vec<Vec<u64>>> {
+        let fed = self.feed.shards_fed();
+        let grid = self.level0.shard_grid();
+        let absent: Vec<Vec<u64>> = grid
+            .cells()
+            .filter_map(|cell| cell.index().map(<[u64]>::to_vec))
+            .filter(|index| !fed.contains(&grid.linear_index(index)))
+            .take(crate::pyramid::add_levels::MAX_ABSENT + 1)
+            .collect();
+        (absent.len() <= crate::pyramid::add_levels::MAX_ABSENT).then_some(absent)
+    }
+
     /// Level 0 without the observer.
     fn feed_array(&self) -> Array {
         self.level0.clone()
@@ -344,7 +416,7 @@ impl Image {
     pub fn finish(self) -> Result<ImageReport> {
         self.feed.stop();
         let mut state = self.feed.lock();
-        if let Some(error) = state.error.take() {
+        if let Some(error) = state.error.take().or_else(|| self.feed.failure()) {
             let _ = state.driver.finish(&mut |_| true);
             return Err(error);
         }
@@ -360,7 +432,9 @@ impl Image {
             .stored
             .last()
             .is_some_and(|s| !s.is_empty());
-        let top_windows = (dirty.is_empty() && !top_stored).then(|| state.driver.windows.windows());
+        // (level 0, the top of a one-level image, is not written by the driver)
+        let top_windows = (dirty.is_empty() && !top_stored && self.plan.levels.len() > 1)
+            .then(|| state.driver.windows.windows());
         let mut report = ImageReport {
             levels: Vec::new(),
             shards_written: std::iter::once(state.shards_done)
@@ -398,7 +472,8 @@ impl Image {
             (None, None) => Vec::new(),
         };
         let text = group_document(&self.plan, &self.options, &self.path, &windows)?;
-        let group = record::finished_group(&text, &self.plan, &self.options)?;
+        let absent = self.absent_shards();
+        let group = record::finished_group(&text, &self.plan, &self.options, absent.as_deref())?;
         self.store.put(&join(&self.path, METADATA_KEY), &[&group])?;
         report.bytes_written += group.len() as u64;
         report.levels = arrays;

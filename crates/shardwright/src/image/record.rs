@@ -3,6 +3,8 @@
 //! continues it with the same settings after a crash (the OME metadata is written only
 //! when the image is finished).
 
+use std::collections::BTreeSet;
+
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
@@ -33,14 +35,36 @@ pub(crate) fn record(plan: &Plan, options: &BuildOptions) -> Value {
     })
 }
 
-/// The group document of an image in progress: a plain group holding the record.
-pub(crate) fn pending_group(plan: &Plan, options: &BuildOptions) -> Result<Vec<u8>> {
+/// The member of the record listing the level-0 shards (grid indices) written again after
+/// the levels above were made from them: their coarser shards are recomputed when the
+/// image is finished, even if the session that wrote them stopped first.
+pub(crate) const REWRITTEN: &str = "rewritten";
+
+/// The group document of an image in progress: a plain group (no OME metadata: the levels
+/// are not complete) holding the record and the level-0 shards `rewritten`.
+pub(crate) fn pending_group(
+    plan: &Plan,
+    options: &BuildOptions,
+    rewritten: &BTreeSet<Vec<u64>>,
+) -> Result<Vec<u8>> {
+    let mut record = record(plan, options);
+    if let Some(record) = record.as_object_mut() {
+        record.insert(REWRITTEN.into(), json!(rewritten));
+    }
     let doc = json!({
         "zarr_format": 3,
         "node_type": "group",
-        "attributes": { RECORD_KEY: record(plan, options) },
+        "attributes": { RECORD_KEY: record },
     });
     serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The level-0 shards (grid indices) the record of `group` says were written again.
+pub(crate) fn rewritten_of(group: &Value) -> BTreeSet<Vec<u64>> {
+    group
+        .pointer(&format!("/attributes/{RECORD_KEY}/{REWRITTEN}"))
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default()
 }
 
 fn compressor_parts(c: Compressor) -> (&'static str, Option<i64>) {
@@ -117,16 +141,20 @@ pub(crate) fn options_from(group: &Value, path: &str) -> Result<BuildOptions> {
 
 /// The finished image's group document: the OME metadata `ome_group` (a `zarr.json`
 /// from [`group_document`](crate::pyramid::levels::group_document)) with the record kept
-/// beside it, so the image can be opened again to write more of level 0.
+/// beside it, so the image can be opened again to write more of level 0. With the record
+/// goes what a later `add_levels` needs to see what level 0 gained since: its shape and
+/// the level-0 shards `absent` (not written) now.
 pub(crate) fn finished_group(
     ome_group: &[u8],
     plan: &Plan,
     options: &BuildOptions,
+    absent: Option<&[Vec<u64>]>,
 ) -> Result<Vec<u8>> {
     let mut doc: Value =
         serde_json::from_slice(ome_group).map_err(|e| Error::Internal(e.to_string()))?;
     if let Some(attributes) = doc.get_mut("attributes").and_then(Value::as_object_mut) {
         attributes.insert(RECORD_KEY.to_string(), record(plan, options));
     }
-    serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))
+    let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    crate::pyramid::add_levels_group::with_level0_record(&text, plan, absent)
 }

@@ -28,7 +28,7 @@ use crate::Array;
 const MAX_LEVELS: usize = 64;
 
 /// Most absent level-0 shards recorded (to find those written since, on the next call).
-const MAX_ABSENT: usize = 10_000;
+pub(crate) const MAX_ABSENT: usize = 10_000;
 
 /// Write the levels above level 0 of the image at `path` in `store` (arrays `path/1`,
 /// `path/2`, … next to `path/0`), then its group metadata, last. Level 0 is read once
@@ -399,21 +399,24 @@ fn adopt_existing(plan: &mut Plan, uppers: &[Array]) {
 }
 
 /// The shape level 0 had when the levels were made: the group's record, else what level 1's
-/// shape implies (an axis whose level-1 length no longer matches counts as grown from the
-/// start of level 1's last block).
+/// shape implies (every downsampled axis counts as grown from the start of level 1's last
+/// block).
 fn old_shape(record: Option<&Value>, level1: &Array, shape0: &[u64], factors: &[u64]) -> Vec<u64> {
     if let Some(old) =
         ints(record.and_then(|r| r.get(LEVEL0_SHAPE))).filter(|o| o.len() == shape0.len())
     {
         return old;
     }
+    // Without a record, growth inside level 1's last element cannot be seen: count that
+    // element's block as changed (a row of edge shards more to rewrite, once; the record
+    // written then makes the next call exact).
     let shape1 = level1.layout().shape();
     shape0
         .iter()
         .zip(factors)
         .zip(shape1)
         .map(|((s, f), s1)| {
-            if s.div_ceil(*f) == *s1 {
+            if *f == 1 && s == s1 {
                 *s
             } else {
                 (*s).min(s1.saturating_sub(1) * f)

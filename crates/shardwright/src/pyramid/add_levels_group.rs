@@ -15,14 +15,14 @@ use super::PyramidError;
 use crate::error::Result;
 
 /// The group attribute holding the record of how the levels were made.
-pub(super) const RECORD_KEY: &str = "shardwright";
+pub(crate) const RECORD_KEY: &str = "shardwright";
 
 /// The member of the record holding level 0's shape when the levels were last made.
-pub(super) const LEVEL0_SHAPE: &str = "level0_shape";
+pub(crate) const LEVEL0_SHAPE: &str = "level0_shape";
 
 /// The member of the record listing level 0's shards absent (all fill value) then: those
 /// stored on the next call were written since.
-pub(super) const LEVEL0_ABSENT: &str = "level0_absent";
+pub(crate) const LEVEL0_ABSENT: &str = "level0_absent";
 
 fn invalid(what: &str) -> PyramidError {
     PyramidError::invalid(format!("the image group's zarr.json: {what}"))
@@ -172,4 +172,52 @@ fn extend_datasets(multiscale: &mut Value, plan: &Plan) -> Result<()> {
         m.entry("type").or_insert_with(|| json!(plan.method.name()));
     }
     Ok(())
+}
+
+/// `group` (a group `zarr.json`) with the record a later [`add_levels`](super::add_levels::add_levels)
+/// reads to find what level 0 gained since the levels of `plan` were made from it: level
+/// 0's shape then, the factors, method and levels, and (when known) the grid indices of
+/// level 0's shards absent then (`None`: not known, or too many to list).
+///
+/// ```
+/// use shardwright::pyramid::{add_levels_group::with_level0_record, plan::PlanRequest};
+/// let plan = PlanRequest { factors: vec![2], levels: Some(2), ..Default::default() }.plan(&[7], "uint8").unwrap();
+/// let doc = br#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#;
+/// let out: serde_json::Value = serde_json::from_slice(&with_level0_record(doc, &plan, None).unwrap()).unwrap();
+/// assert_eq!(out["attributes"]["shardwright"]["level0_shape"], serde_json::json!([7]));
+/// ```
+///
+/// # Errors
+/// [`PyramidError::Invalid`] when `group` is not a JSON object with an object of attributes.
+pub fn with_level0_record(
+    group: &[u8],
+    plan: &Plan,
+    absent: Option<&[Vec<u64>]>,
+) -> Result<Vec<u8>> {
+    let mut doc: Value =
+        serde_json::from_slice(group).map_err(|e| invalid(&format!("not JSON: {e}")))?;
+    let attributes = doc
+        .get_mut("attributes")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| invalid("its attributes are not an object"))?;
+    let record = attributes
+        .entry(RECORD_KEY)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !record.is_object() {
+        *record = Value::Object(Map::new());
+    }
+    if let Value::Object(record) = record {
+        let shape0 = plan
+            .levels
+            .first()
+            .map(|l| l.shape.clone())
+            .unwrap_or_default();
+        record.insert(LEVEL0_SHAPE.into(), json!(shape0));
+        record.insert("factors".into(), json!(plan.factors));
+        record.insert("method".into(), json!(plan.method.to_string()));
+        record.insert("levels".into(), json!(plan.levels.len()));
+        record.insert(LEVEL0_ABSENT.into(), json!(absent));
+    }
+    Ok(serde_json::to_vec_pretty(&doc)
+        .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?)
 }

@@ -122,6 +122,9 @@ pub fn pyramid(
         progress,
     )?;
     let text = group_document(&plan, options, &path, &windows)?;
+    // level 0's shape, for a later add_levels to see what it gained (its shards absent
+    // then are not known without a listing)
+    let text = super::add_levels_group::with_level0_record(&text, &plan, None)?;
     store.put(&group_key, &[&text])?;
     report.bytes_written += text.len() as u64;
     Ok(report)

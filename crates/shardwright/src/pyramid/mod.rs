@@ -21,7 +21,7 @@
 //! ```
 
 pub mod add_levels;
-mod add_levels_group;
+pub(crate) mod add_levels_group;
 pub mod build;
 pub mod downsample;
 pub(crate) mod driver;
@@ -61,9 +61,9 @@ pub enum PyramidError {
     /// The progress callback asked to stop. Shards stored until then stay, each whole.
     #[error("stopped by the progress callback; rerun with resume to finish")]
     Stopped,
-    /// A level-0 shard of an image was stored after the image was finished or abandoned:
-    /// its coarser levels do not include it.
-    #[error("level-0 shard {shard} was stored after the image was closed: its levels do not include it (open the image again and finish it to bring them up to date)")]
+    /// A level-0 shard of an image was committed after the image was finished or
+    /// abandoned: nothing was stored.
+    #[error("level-0 shard {shard} was not stored: the image is closed (finished or abandoned); open it again with sw.open_image to write more of level 0")]
     ImageClosed {
         /// The shard, as `[0:8, 24:40]`.
         shard: String,

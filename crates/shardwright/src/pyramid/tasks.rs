@@ -99,6 +99,7 @@ impl LevelTasks {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(&source.shape(), &source.data_type())?;
         let group = group_document(&plan, options, &path, &[])?;
+        let group = super::add_levels_group::with_level0_record(&group, &plan, None)?;
         if !options.resume && store.size(&join(&path, METADATA_KEY))?.is_some() {
             return Err(Error::AlreadyExists(path));
         }

@@ -52,8 +52,10 @@ mod options;
 mod partial;
 mod pending;
 mod region;
+mod slot;
 mod slots;
 mod spill;
+mod values;
 
 pub use commit::CommitStats;
 pub(crate) use meter::Meter;
@@ -65,7 +67,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::domain::copy::copy_block;
 use crate::domain::{Domain, Grid, GridCells};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -312,15 +313,7 @@ impl ShardWriter {
         partials.remove(&slot);
         #[cfg(test)]
         race_point();
-        let report = match &self.options.observer {
-            Some(observer) => Some(observer::Report {
-                observer: Arc::clone(observer),
-                writer: self.id,
-                chunk: self.chunk_of_slot(slot)?,
-                seq: self.next_seq(),
-            }),
-            None => None,
-        };
+        let report = self.report_for(slot)?;
         self.slots.submit(
             slot,
             raw,
@@ -328,41 +321,6 @@ impl ShardWriter {
             self.options.pool.as_deref(),
             report,
         )
-    }
-
-    /// The next sequence number of a report to the observer.
-    fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Tell the observer, if any, that `slot` holds `value` everywhere (`None`: what it
-    /// was told of the slot is stale). Call with the partial chunks locked, so that the
-    /// sequence numbers follow the order of the writes.
-    pub(super) fn observe_slot(&self, slot: usize, value: Option<&[u8]>) -> Result<()> {
-        if let Some(observer) = &self.options.observer {
-            let chunk = self.chunk_of_slot(slot)?;
-            match value {
-                Some(value) => observer.constant(self.id, &chunk, self.next_seq(), value),
-                None => observer.forget(self.id, &chunk, self.next_seq()),
-            }
-        }
-        Ok(())
-    }
-
-    /// The inner chunk in `slot` of the shard, clipped to the array, with its grid index.
-    fn chunk_of_slot(&self, slot: usize) -> Result<Domain> {
-        let shard_index = self
-            .shard
-            .index()
-            .ok_or_else(|| Error::Internal(format!("shard {} has no grid index", self.shard)))?;
-        let per = self.layout.chunks_per_shard();
-        let mut rest = slot as u64;
-        let mut index = vec![0; per.len()];
-        for ((i, p), s) in index.iter_mut().zip(per).zip(shard_index).rev() {
-            *i = s * p + rest % p;
-            rest /= p;
-        }
-        Ok(self.chunk_grid.cell(&index)?)
     }
 
     /// Record `slot` as written with the fill value everywhere (nothing to encode), as one
@@ -419,77 +377,6 @@ impl ShardWriter {
         self.submit(slot, raw)
     }
 
-    /// Write one inner chunk whose every element is `value` (one element's native-endian
-    /// bytes). A chunk of the fill value costs nothing to encode.
-    ///
-    /// # Errors
-    /// As [`write_chunk`](Self::write_chunk); [`Error::DataLength`] if `value` is not one
-    /// element.
-    pub fn write_chunk_value(&self, chunk: &Domain, value: &[u8]) -> Result<()> {
-        let slot = self.slot_of(chunk)?;
-        if value.len() != self.layout.element_size() {
-            return Err(Error::DataLength {
-                region: Box::new(chunk.clone()),
-                shape: vec![],
-                expected: self.layout.element_size(),
-                got: value.len(),
-            });
-        }
-        if value == self.layout.fill_value_bytes() {
-            return self.set_empty(slot);
-        }
-        // One chunk: encoded on the pool, as any other chunk.
-        let data = crate::buffer::filled(chunk.size(), value)?;
-        let raw = if chunk.shape() == self.layout.chunk_shape() {
-            data
-        } else {
-            self.padded(chunk, &data)?
-        };
-        self.submit(slot, raw)
-    }
-
-    /// Write `value` over every element of `chunk`, the inner chunk in `slot`. A whole
-    /// (unclipped) chunk is encoded once into `constant` and placed from there, so a region
-    /// of one value costs one encode however many chunks it covers.
-    pub(super) fn write_value_at(
-        &self,
-        slot: usize,
-        chunk: &Domain,
-        value: &[u8],
-        constant: &mut Option<Option<Vec<u8>>>,
-    ) -> Result<()> {
-        if value == self.layout.fill_value_bytes() {
-            return self.set_empty(slot);
-        }
-        if chunk.shape() != self.layout.chunk_shape() {
-            // Clipped at the array edge: the value inside the array, the fill value outside.
-            let data = crate::buffer::filled(chunk.size(), value)?;
-            return self.submit(slot, self.padded(chunk, &data)?);
-        }
-        let encoded = match constant {
-            Some(encoded) => encoded.clone(),
-            None => {
-                let raw = crate::buffer::filled(self.layout.chunk_elements(), value)?;
-                // As on the pool: a panic in a codec is an error, not a crash.
-                let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    crate::format::chunk::encode(&self.layout, raw)
-                }))
-                .unwrap_or_else(|panic| {
-                    Err(crate::format::FormatError::Codec(
-                        crate::error::panic_message(&*panic),
-                    ))
-                })?;
-                constant.insert(encoded).clone()
-            }
-        };
-        let mut partials = self.partials();
-        partials.remove(&slot);
-        #[cfg(test)]
-        race_point();
-        self.slots.submit_encoded(slot, encoded)?;
-        self.observe_slot(slot, Some(value))
-    }
-
     /// Wait for the encodes and store the shard (see the [module docs](self)).
     ///
     /// # Errors
@@ -497,6 +384,9 @@ impl ShardWriter {
     /// [`Error::Store`] if storage fails. Nothing is stored then.
     pub fn commit(self) -> Result<CommitStats> {
         let slots = self.slots.finish()?;
+        if let Some(observer) = &self.options.observer {
+            observer.committing(self.id, &self.shard)?;
+        }
         let partials = std::mem::take(&mut *self.partials());
         let target = commit::Target {
             layout: &self.layout,
@@ -520,78 +410,6 @@ impl ShardWriter {
 
     /// Drop the writer without storing anything (the same as dropping it).
     pub fn abort(self) {}
-
-    fn check_len(&self, chunk: &Domain, got: usize) -> Result<()> {
-        let expected = chunk.size() as usize * self.layout.element_size();
-        if got != expected {
-            return Err(Error::DataLength {
-                region: Box::new(chunk.clone()),
-                shape: chunk.shape().to_vec(),
-                expected,
-                got,
-            });
-        }
-        Ok(())
-    }
-
-    /// The slot of `chunk`, which must be one of the shard's inner chunks.
-    pub(super) fn slot_of(&self, chunk: &Domain) -> Result<usize> {
-        chunk.check_inside(&self.shard)?;
-        if chunk.is_empty() {
-            return Err(Error::NotAnInnerChunk {
-                region: Box::new(chunk.clone()),
-                shard: Box::new(self.shard.clone()),
-                example: Box::new(self.chunk_grid.cell(&vec![0; chunk.ndim()])?),
-            });
-        }
-        // On the hot path: no allocation unless the chunk is not an inner chunk.
-        let (cs, shape, cps) = (
-            self.layout.chunk_shape(),
-            self.layout.shape(),
-            self.layout.chunks_per_shard(),
-        );
-        // `check_inside` gave the chunk the shard's rank, and put it inside the shard
-        // (inside the array): the zips below cover every dimension.
-        let mut slot = 0u64;
-        let dims = cs
-            .iter()
-            .zip(shape)
-            .zip(cps)
-            .zip(chunk.origin().iter().zip(chunk.shape()))
-            .zip(self.shard.origin());
-        for ((((&c, &size), &per), (&o, &len)), &shard_origin) in dims {
-            if !o.is_multiple_of(c) || len != c.min(size.saturating_sub(o)) {
-                let index: Vec<u64> = chunk.origin().iter().zip(cs).map(|(o, c)| o / c).collect();
-                return Err(Error::NotAnInnerChunk {
-                    region: Box::new(chunk.clone()),
-                    shard: Box::new(self.shard.clone()),
-                    example: Box::new(self.chunk_grid.cell(&index)?),
-                });
-            }
-            slot = slot * per + (o - shard_origin) / c;
-        }
-        Ok(slot as usize)
-    }
-
-    /// A full inner chunk of the fill value with `data` (of `chunk`'s clipped shape) at
-    /// its origin.
-    fn padded(&self, chunk: &Domain, data: &[u8]) -> Result<Vec<u8>> {
-        let elem = self.layout.element_size();
-        let full = self.layout.chunk_shape();
-        let mut raw = self.layout.fill_chunk()?;
-        let zero = vec![0; full.len()];
-        copy_block(
-            data,
-            chunk.shape(),
-            &zero,
-            &mut raw,
-            full,
-            &zero,
-            chunk.shape(),
-            elem,
-        );
-        Ok(raw)
-    }
 }
 
 /// Tests: what another thread does between dropping a chunk's partial data and marking

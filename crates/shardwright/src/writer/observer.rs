@@ -61,6 +61,17 @@ pub trait ShardObserver: Send + Sync + std::fmt::Debug {
     /// written, or another writer's data taken over): what was reported before is stale.
     fn forget(&self, writer: u64, chunk: &Domain, seq: u64);
 
+    /// Writer `writer` is about to store its shard `shard` (its chunks are encoded; the
+    /// put comes next). An error here stops the commit: nothing is stored. The default
+    /// does nothing.
+    ///
+    /// # Errors
+    /// Whatever the observer refuses the commit with.
+    fn committing(&self, writer: u64, shard: &Domain) -> Result<()> {
+        let _ = (writer, shard);
+        Ok(())
+    }
+
     /// Writer `writer`'s shard `shard` was stored (or deleted, every chunk empty). Runs on
     /// the committing thread after the store's put; an error here is the commit's error,
     /// although the shard is stored.
@@ -72,6 +83,59 @@ pub trait ShardObserver: Send + Sync + std::fmt::Debug {
     /// Writer `writer` went without storing anything (dropped, aborted, or its commit
     /// failed): what it reported is void.
     fn aborted(&self, writer: u64);
+}
+
+impl super::ShardWriter {
+    /// The next sequence number of a report to the observer.
+    pub(super) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What the encode task of `slot`'s chunk reports to the observer, if there is one.
+    pub(super) fn report_for(&self, slot: usize) -> crate::error::Result<Option<Report>> {
+        match &self.options.observer {
+            Some(observer) => Ok(Some(Report {
+                observer: std::sync::Arc::clone(observer),
+                writer: self.id,
+                chunk: self.chunk_of_slot(slot)?,
+                seq: self.next_seq(),
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// Tell the observer, if any, that `slot` holds `value` everywhere (`None`: what it
+    /// was told of the slot is stale). Call with the partial chunks locked, so that the
+    /// sequence numbers follow the order of the writes.
+    pub(super) fn observe_slot(
+        &self,
+        slot: usize,
+        value: Option<&[u8]>,
+    ) -> crate::error::Result<()> {
+        if let Some(observer) = &self.options.observer {
+            let chunk = self.chunk_of_slot(slot)?;
+            match value {
+                Some(value) => observer.constant(self.id, &chunk, self.next_seq(), value),
+                None => observer.forget(self.id, &chunk, self.next_seq()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The inner chunk in `slot` of the shard, clipped to the array, with its grid index.
+    fn chunk_of_slot(&self, slot: usize) -> crate::error::Result<Domain> {
+        let shard_index = self.shard.index().ok_or_else(|| {
+            crate::Error::Internal(format!("shard {} has no grid index", self.shard))
+        })?;
+        let per = self.layout.chunks_per_shard();
+        let mut rest = slot as u64;
+        let mut index = vec![0; per.len()];
+        for ((i, p), s) in index.iter_mut().zip(per).zip(shard_index).rev() {
+            *i = s * p + rest % p;
+            rest /= p;
+        }
+        Ok(self.chunk_grid.cell(&index)?)
+    }
 }
 
 /// What a writer needs to report a whole chunk from its encode task.
