@@ -385,7 +385,7 @@ impl Feed {
             return Err(error);
         }
         let queue = lock(&self.queue).clone();
-        if !queue.is_some_and(|queue| queue.send(payloads).is_ok()) {
+        if queue.is_none_or(|queue| queue.send(payloads).is_err()) {
             return Err(PyramidError::ImageClosed {
                 shard: shard.to_string(),
             }
