@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use shardwright::pyramid::add_levels::add_levels as engine_add_levels;
-use shardwright::pyramid::build::Progress;
 use shardwright::pyramid::PyramidError;
 
 use crate::array::PyArray;
 use crate::destination::{build_options, Destination, Settings};
 use crate::errors::guard;
-use crate::pyramid::{progress_dict, report_dict};
+use crate::pyramid::{progress_callback, report_dict};
 
 /// Write the missing levels of the image at the folder `root`, the object-store `url` or
 /// `adapter` + `path` (the group holding array `0`), then its group metadata. `settings`
@@ -47,22 +46,7 @@ pub(crate) fn add_levels<'py>(
         let destination = Destination::of(py, root, url, &options, adapter, path)?;
         let (store, image_path) = destination.store_and_path();
         let raised: Arc<Mutex<Option<PyErr>>> = Arc::default();
-        let mut on_progress = |p: &Progress| -> bool {
-            Python::attach(|py| {
-                let outcome = py.check_signals().and_then(|()| match &progress {
-                    Some(callback) => callback.call1(py, (progress_dict(py, p)?,)).map(|_| ()),
-                    None => Ok(()),
-                });
-                match outcome {
-                    Ok(()) => true,
-                    Err(err) => {
-                        let mut slot = raised.lock().unwrap_or_else(PoisonError::into_inner);
-                        slot.get_or_insert(err);
-                        false
-                    }
-                }
-            })
-        };
+        let mut on_progress = progress_callback(progress.as_ref(), &raised);
         let outcome = py.detach(|| engine_add_levels(store, &image_path, &build, &mut on_progress));
         let kept = raised.lock().unwrap_or_else(PoisonError::into_inner).take();
         let report = match (outcome, kept) {

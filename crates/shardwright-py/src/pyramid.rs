@@ -200,6 +200,31 @@ impl PySource {
     }
 }
 
+/// The engine's progress callback for `progress` (a Python callable, or none): it calls
+/// `progress` with [`progress_dict`] after each stored shard, and stops the job on Ctrl-C
+/// or when `progress` raises, keeping the exception in `raised` to be raised again.
+pub(crate) fn progress_callback<'a>(
+    progress: Option<&'a Py<PyAny>>,
+    raised: &'a Mutex<Option<PyErr>>,
+) -> impl FnMut(&Progress) -> bool + 'a {
+    move |p: &Progress| -> bool {
+        Python::attach(|py| {
+            let outcome = py.check_signals().and_then(|()| match progress {
+                Some(callback) => callback.call1(py, (progress_dict(py, p)?,)).map(|_| ()),
+                None => Ok(()),
+            });
+            match outcome {
+                Ok(()) => true,
+                Err(err) => {
+                    let mut slot = raised.lock().unwrap_or_else(PoisonError::into_inner);
+                    slot.get_or_insert(err);
+                    false
+                }
+            }
+        })
+    }
+}
+
 pub(crate) fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("level", p.level)?;
@@ -269,22 +294,7 @@ pub(crate) fn build<'py>(
         destination.make_room(py, overwrite, resume)?;
         let (store, dest_path) = destination.store_and_path();
         let raised = Arc::clone(&source.raised);
-        let mut on_progress = |p: &Progress| -> bool {
-            Python::attach(|py| {
-                let outcome = py.check_signals().and_then(|()| match &progress {
-                    Some(callback) => callback.call1(py, (progress_dict(py, p)?,)).map(|_| ()),
-                    None => Ok(()),
-                });
-                match outcome {
-                    Ok(()) => true,
-                    Err(err) => {
-                        let mut slot = raised.lock().unwrap_or_else(PoisonError::into_inner);
-                        slot.get_or_insert(err);
-                        false
-                    }
-                }
-            })
-        };
+        let mut on_progress = progress_callback(progress.as_ref(), &raised);
         let inner = Arc::clone(&source.inner);
         let outcome = py.detach(|| {
             if as_pyramid {

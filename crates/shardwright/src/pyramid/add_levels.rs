@@ -183,13 +183,7 @@ pub fn add_levels(
             *total += n;
         }
     }
-    let name = options.image.name.clone().unwrap_or_else(|| {
-        path.rsplit('/')
-            .next()
-            .filter(|s| !s.is_empty())
-            .unwrap_or("image")
-            .to_string()
-    });
+    let name = super::levels::image_name(options, &path);
     let absent = absent_shards(&level0, &present);
     let text = image_document(
         group.as_ref(),

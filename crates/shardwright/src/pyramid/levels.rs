@@ -24,15 +24,20 @@ pub(crate) fn group_document(
     path: &str,
     windows: &[Window],
 ) -> Result<Vec<u8>> {
-    let name = options.image.name.clone().unwrap_or_else(|| {
+    let name = image_name(options, path);
+    let group = ome::group_metadata(plan, &name, &options.image, windows)?;
+    pretty(&group)
+}
+
+/// The multiscale's name: `options.image.name`, or the last part of `path`.
+pub(crate) fn image_name(options: &BuildOptions, path: &str) -> String {
+    options.image.name.clone().unwrap_or_else(|| {
         path.rsplit('/')
             .next()
             .filter(|s| !s.is_empty())
             .unwrap_or("image")
             .to_string()
-    });
-    let group = ome::group_metadata(plan, &name, &options.image, windows)?;
-    pretty(&group)
+    })
 }
 
 /// `document` as the pretty JSON every group `zarr.json` is written as.

@@ -21,7 +21,7 @@
 //! ```
 
 pub mod add_levels;
-pub(crate) mod add_levels_group;
+pub mod add_levels_group;
 pub mod build;
 pub mod downsample;
 pub(crate) mod driver;
