@@ -380,3 +380,35 @@ def test_one_level_with_channels_gets_windows_from_the_data(tmp_path):
     assert [(w["min"], w["max"]) for w in windows] == [
         (int(data[:, c].min()), int(data[:, c].max())) for c in range(3)
     ]
+
+
+def _rewrite_first_shard_and_abandon(tmp_path, data):
+    with make(tmp_path) as img:
+        img.map_chunks(lambda c: data[c.slices])
+    img = sw.open_image(tmp_path / "img.ome.zarr")
+    first = next(iter(img[0].iter_shards()))
+    data[first.slices] = 200
+    with img.write_shard(first) as w:
+        w[first.slices] = data[first.slices]
+    img.abandon()
+    return tmp_path / "img.ome.zarr"
+
+
+def test_create_image_resume_honours_the_journal_as_open_image_does(tmp_path):
+    data = volume(seed=14)
+    _rewrite_first_shard_and_abandon(tmp_path, data)
+    with make(tmp_path, resume=True) as img:
+        pass
+    check_levels(img.levels, data)
+
+
+def test_add_levels_recomputes_an_abandoned_images_rewritten_shards(tmp_path):
+    data = volume(seed=15)
+    dest = _rewrite_first_shard_and_abandon(tmp_path, data)
+    levels = sw.add_levels(dest)
+    check_levels(levels, data)
+    record = json.loads((dest / "zarr.json").read_text())["attributes"]["shardwright"]
+    assert "rewritten" not in record and record["level0_shape"] == list(SHAPE)
+    # the physical metadata recorded at creation came back with the OME metadata
+    group = json.loads((dest / "zarr.json").read_text())["attributes"]["ome"]
+    assert group["multiscales"][0]["axes"][0]["name"] == "t"

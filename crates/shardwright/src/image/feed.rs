@@ -60,7 +60,8 @@ type Job = Vec<(Domain, Vec<u8>)>;
 #[derive(Default)]
 struct Gate {
     closed: bool,
-    passing: HashSet<u64>,
+    /// Writers past `committing`, with the linear index of their shard.
+    passing: HashMap<u64, u64>,
 }
 
 /// Where the level-0 shards written again are recorded, durably, before they are stored.
@@ -70,6 +71,11 @@ pub(crate) struct Journal {
     pub(crate) plan: crate::pyramid::plan::Plan,
     pub(crate) options: crate::pyramid::options::BuildOptions,
     pub(crate) rewritten: BTreeSet<Vec<u64>>,
+    /// All of level 0 is recorded as changed (too many shards to list).
+    pub(crate) everything: bool,
+    /// The record's other members found in the group (level 0's shape and absent shards
+    /// when the levels were last made), kept in the pending document for `add_levels`.
+    pub(crate) kept: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Journal {
@@ -77,10 +83,24 @@ impl Journal {
     /// pending document (no OME metadata: the levels are not in step until the image is
     /// finished) listing it.
     fn note(&mut self, index: &[u64]) -> Result<()> {
-        if self.rewritten.insert(index.to_vec()) {
-            let text = super::record::pending_group(&self.plan, &self.options, &self.rewritten)?;
-            self.store.put(&self.key, &[&text])?;
+        if self.everything || self.rewritten.contains(index) {
+            return Ok(());
         }
+        let mut rewritten = self.rewritten.clone();
+        rewritten.insert(index.to_vec());
+        // Past a thousand shards the list would cost more to rewrite each time than the
+        // levels cost to make again: record that all of level 0 changed, once.
+        let everything = rewritten.len() > super::record::MAX_REWRITTEN;
+        let text = super::record::pending_group(
+            &self.plan,
+            &self.options,
+            &self.kept,
+            (!everything).then_some(&rewritten),
+        )?;
+        self.store.put(&self.key, &[&text])?;
+        // only once the put went through: a failed one is tried again by the next commit
+        self.rewritten = rewritten;
+        self.everything = everything;
         Ok(())
     }
 }
@@ -193,7 +213,7 @@ impl Feed {
     /// `writer` left the gate (its commit ended, stored or not).
     fn leave(&self, writer: u64) {
         let mut gate = lock(&self.gate);
-        if gate.passing.remove(&writer) {
+        if gate.passing.remove(&writer).is_some() {
             self.left.notify_all();
         }
     }
@@ -413,27 +433,42 @@ impl ShardObserver for Feed {
     }
 
     fn committing(&self, writer: u64, shard: &Domain) -> Result<()> {
-        let mut gate = lock(&self.gate);
-        if gate.closed {
-            return Err(PyramidError::ImageClosed {
-                shard: shard.to_string(),
-            }
-            .into());
-        }
         let index = shard
             .index()
             .ok_or_else(|| Error::Internal(format!("shard {shard} has no grid index")))?;
         let linear = self.level0.shard_grid().linear_index(index);
-        if !lock(&self.shards_fed).insert(linear) || self.finished {
+        let again = {
+            let mut gate = lock(&self.gate);
+            if gate.closed {
+                return Err(PyramidError::ImageClosed {
+                    shard: shard.to_string(),
+                }
+                .into());
+            }
+            // stored before, or being stored by another writer now
+            let again = gate.passing.values().any(|s| *s == linear)
+                || lock(&self.shards_fed).contains(&linear);
+            gate.passing.insert(writer, linear);
+            again
+        };
+        // Past the gate (finish waits for this writer) and without holding it: the
+        // journal's put may go through a zarr-python store, which takes the GIL, while a
+        // thread holding the GIL drops a writer (`aborted` takes the gate).
+        if again || self.finished {
             // Written before: the levels made from it must be made again, even if this
             // session stops before the image is finished.
-            lock(&self.journal).note(index)?;
+            if let Err(error) = lock(&self.journal).note(index) {
+                self.leave(writer);
+                return Err(error);
+            }
         }
-        gate.passing.insert(writer);
         Ok(())
     }
 
     fn committed(&self, writer: u64, shard: &Domain) -> Result<()> {
+        if let Some(index) = shard.index() {
+            lock(&self.shards_fed).insert(self.level0.shard_grid().linear_index(index));
+        }
         let fed = self.feed_stored_shard(writer, shard);
         if let Err(error) = &fed {
             self.lost(shard, error);

@@ -64,6 +64,7 @@ use crate::pyramid::{downsample, PyramidError};
 use crate::store::{join, Store};
 use crate::Array;
 use feed::{Feed, Journal};
+use record::{read_group, Reopened};
 
 /// An image being written: see the [module docs](self).
 #[derive(Debug)]
@@ -88,16 +89,6 @@ impl Drop for Image {
     fn drop(&mut self) {
         self.feed.stop();
     }
-}
-
-/// What the group's record says of an image opened again.
-#[derive(Debug, Default)]
-struct Reopened {
-    /// Level-0 shards written again after their levels were made, in a session that
-    /// stopped before finishing.
-    rewritten: std::collections::BTreeSet<Vec<u64>>,
-    /// The image was finished (its group has OME metadata).
-    finished: bool,
 }
 
 /// What an image's writing did, from its creation (or opening) to [`Image::finish`].
@@ -136,13 +127,7 @@ impl Image {
         fill_value: Option<serde_json::Value>,
         options: &BuildOptions,
     ) -> Result<Self> {
-        Self::make(
-            store,
-            path,
-            (shape, data_type, fill_value),
-            options,
-            Reopened::default(),
-        )
+        Self::make(store, path, (shape, data_type, fill_value), options)
     }
 
     /// [`create`](Self::create), continuing after what the group's record says.
@@ -151,20 +136,30 @@ impl Image {
         path: &str,
         (shape, data_type, fill_value): (&[u64], &str, Option<serde_json::Value>),
         options: &BuildOptions,
-        reopened: Reopened,
     ) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(shape, data_type)?;
         // Everything the finished image will need checks now, before anything is written.
         group_document(&plan, options, &path, &[])?;
         let group_key = join(&path, METADATA_KEY);
-        if !options.resume {
+        let reopened = if options.resume {
+            match store.get(&group_key)? {
+                Some(bytes) => Reopened::of(&read_group(&bytes, &path)?),
+                None => Reopened::default(),
+            }
+        } else {
             if store.size(&group_key)?.is_some() {
                 return Err(Error::AlreadyExists(path));
             }
-            let pending = record::pending_group(&plan, options, &Default::default())?;
+            let pending = record::pending_group(
+                &plan,
+                options,
+                &Default::default(),
+                Some(&Default::default()),
+            )?;
             store.put(&group_key, &[&pending])?;
-        }
+            Reopened::default()
+        };
         let fill = fill_value.or_else(|| (data_type == "bool").then(|| serde_json::json!(false)));
         let arrays = level_arrays(
             (data_type, fill),
@@ -189,25 +184,14 @@ impl Image {
         let bytes = store
             .get(&group_key)?
             .ok_or_else(|| Error::NotFound(path.clone()))?;
-        let group: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::Pyramid(PyramidError::Resume {
-                path: path.clone(),
-                message: format!("its zarr.json does not parse: {e}"),
-            })
-        })?;
+        let group = read_group(&bytes, &path)?;
         let options = record::options_from(&group, &path)?;
         let level0 = Array::open(Arc::clone(&store), &join(&path, "0"))?;
         let (shape, data_type) = (
             level0.layout().shape().to_vec(),
             level0.layout().data_type_name().to_string(),
         );
-        let reopened = Reopened {
-            rewritten: record::rewritten_of(&group),
-            // A finished image's levels are all stored: every level-0 shard written now
-            // changes levels made already.
-            finished: group.pointer("/attributes/ome").is_some(),
-        };
-        Self::make(store, &path, (&shape, &data_type, None), &options, reopened)
+        Self::make(store, &path, (&shape, &data_type, None), &options)
     }
 
     fn start(
@@ -258,7 +242,9 @@ impl Image {
             key: join(&path, METADATA_KEY),
             plan: plan.clone(),
             options: options.clone(),
-            rewritten: reopened.rewritten.clone(),
+            rewritten: reopened.rewritten.clone().unwrap_or_default(),
+            everything: reopened.rewritten.is_none(),
+            kept: reopened.kept.clone(),
         };
         let feed = Arc::new(Feed::new(
             level0.clone(),
@@ -271,10 +257,15 @@ impl Image {
         {
             // level-0 shards written again in a session that stopped before finishing
             let mut state = feed.lock();
-            for index in &reopened.rewritten {
-                if let Ok(shard) = level0.shard(index) {
-                    state.dirty.push(shard);
+            match &reopened.rewritten {
+                Some(rewritten) => {
+                    for index in rewritten {
+                        if let Ok(shard) = level0.shard(index) {
+                            state.dirty.push(shard);
+                        }
+                    }
                 }
+                None => state.dirty.push(level0.bounds()),
             }
         }
         feed.start()?;

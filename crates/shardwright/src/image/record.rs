@@ -35,21 +35,29 @@ pub(crate) fn record(plan: &Plan, options: &BuildOptions) -> Value {
     })
 }
 
-/// The member of the record listing the level-0 shards (grid indices) written again after
-/// the levels above were made from them: their coarser shards are recomputed when the
-/// image is finished, even if the session that wrote them stopped first.
-pub(crate) const REWRITTEN: &str = "rewritten";
+use crate::pyramid::add_levels_group::REWRITTEN;
+
+/// The most level-0 shards listed as rewritten; past it the record says `"all"`.
+pub(crate) const MAX_REWRITTEN: usize = 1000;
 
 /// The group document of an image in progress: a plain group (no OME metadata: the levels
 /// are not complete) holding the record and the level-0 shards `rewritten`.
+///
+/// `kept`: the record's other members (level 0's shape and absent shards when the levels
+/// were last made); `rewritten` `None`: all of level 0 changed.
 pub(crate) fn pending_group(
     plan: &Plan,
     options: &BuildOptions,
-    rewritten: &BTreeSet<Vec<u64>>,
+    kept: &serde_json::Map<String, Value>,
+    rewritten: Option<&BTreeSet<Vec<u64>>>,
 ) -> Result<Vec<u8>> {
     let mut record = record(plan, options);
     if let Some(record) = record.as_object_mut() {
-        record.insert(REWRITTEN.into(), json!(rewritten));
+        for (key, value) in kept {
+            record.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        let listed = rewritten.map_or_else(|| json!("all"), |r| json!(r));
+        record.insert(REWRITTEN.into(), listed);
     }
     let doc = json!({
         "zarr_format": 3,
@@ -59,12 +67,19 @@ pub(crate) fn pending_group(
     serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))
 }
 
-/// The level-0 shards (grid indices) the record of `group` says were written again.
-pub(crate) fn rewritten_of(group: &Value) -> BTreeSet<Vec<u64>> {
-    group
-        .pointer(&format!("/attributes/{RECORD_KEY}/{REWRITTEN}"))
-        .and_then(|r| serde_json::from_value(r.clone()).ok())
-        .unwrap_or_default()
+pub(crate) use crate::pyramid::add_levels_group::rewritten_of;
+
+/// The members of `group`'s record other than the image's settings and the rewritten
+/// shards (those `add_levels` keeps: level 0's shape and absent shards, …).
+pub(crate) fn kept_of(group: &Value) -> serde_json::Map<String, Value> {
+    let mut kept = group
+        .pointer(&format!("/attributes/{RECORD_KEY}"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    kept.remove("image");
+    kept.remove(REWRITTEN);
+    kept
 }
 
 fn compressor_parts(c: Compressor) -> (&'static str, Option<i64>) {
@@ -157,4 +172,39 @@ pub(crate) fn finished_group(
     }
     let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
     crate::pyramid::add_levels_group::with_level0_record(&text, plan, absent)
+}
+
+/// What the group's record says of an image opened again.
+#[derive(Debug, Default)]
+pub(crate) struct Reopened {
+    /// Level-0 shards written again after their levels were made, in a session that
+    /// stopped before finishing (`None`: too many to list, all of level 0).
+    pub(crate) rewritten: Option<std::collections::BTreeSet<Vec<u64>>>,
+    /// The image was finished (its group has OME metadata).
+    pub(crate) finished: bool,
+    /// The record's other members (level 0's shape and absent shards then).
+    pub(crate) kept: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Reopened {
+    /// What the group document `group` says.
+    pub(crate) fn of(group: &serde_json::Value) -> Self {
+        Self {
+            rewritten: rewritten_of(group),
+            // A finished image's levels are all stored: every level-0 shard written now
+            // changes levels made already.
+            finished: group.pointer("/attributes/ome").is_some(),
+            kept: kept_of(group),
+        }
+    }
+}
+
+/// The group document in `bytes` (of the image at `path`).
+pub(crate) fn read_group(bytes: &[u8], path: &str) -> Result<serde_json::Value> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::Pyramid(PyramidError::Resume {
+            path: path.to_string(),
+            message: format!("its zarr.json does not parse: {e}"),
+        })
+    })
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::add_levels_group::{image_document, LEVEL0_ABSENT, LEVEL0_SHAPE, RECORD_KEY};
+use super::add_levels_group::{absent_shards, filled_since, image_document, old_shape, RECORD_KEY};
 use super::build::run_arrays;
 use super::levels::{level_array, settings_record, stored_shards, SETTINGS_KEY};
 use super::options::{BuildOptions, Progress, Report};
@@ -19,7 +19,6 @@ use super::source::{ArraySource, Source};
 use super::update::{changed_regions, update_levels};
 use super::{Method, PyramidError};
 use crate::array::METADATA_KEY;
-use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::store::{join, Store};
 use crate::Array;
@@ -135,6 +134,18 @@ pub fn add_levels(
         let old = old_shape(record, level1, &shape0, &plan.factors);
         let mut dirty = changed_regions(&old, &shape0, &plan.factors);
         dirty.extend(filled_since(record, &level0, &present));
+        // level-0 shards an image stored again in a session that stopped before finishing
+        match group.as_ref().map(super::add_levels_group::rewritten_of) {
+            Some(None) => dirty.push(level0.bounds()),
+            Some(Some(rewritten)) => {
+                dirty.extend(
+                    rewritten
+                        .iter()
+                        .filter_map(|index| level0.shard(index).ok()),
+                );
+            }
+            None => {}
+        }
         if !dirty.is_empty() {
             for (k, array) in uppers.iter().enumerate().take(plan.levels.len() - 1) {
                 same_settings(array, &plan, k + 1, &data_type)?;
@@ -183,13 +194,27 @@ pub fn add_levels(
             *total += n;
         }
     }
-    let name = super::levels::image_name(options, &path);
+    // An image that create_image left unfinished has no OME metadata yet: its record
+    // holds the physical metadata it was made with.
+    let recorded: Option<super::image_metadata::ImageMetadata> = record
+        .and_then(|r| r.pointer("/image/metadata"))
+        .and_then(|m| serde_json::from_value(m.clone()).ok());
+    let image = match recorded {
+        Some(recorded) if options.image == super::image_metadata::ImageMetadata::default() => {
+            recorded
+        }
+        _ => options.image.clone(),
+    };
+    let name = image
+        .name
+        .clone()
+        .unwrap_or_else(|| super::levels::image_name(options, &path));
     let absent = absent_shards(&level0, &present);
     let text = image_document(
         group.as_ref(),
         &plan,
         &name,
-        &options.image,
+        &image,
         &windows,
         &shape0,
         absent.as_deref(),
@@ -263,7 +288,7 @@ fn axes_of(multiscale: Option<&Value>, level0: &Array) -> Vec<String> {
         .unwrap_or_else(|| default_axes(ndim))
 }
 
-fn ints(value: Option<&Value>) -> Option<Vec<u64>> {
+pub(super) fn ints(value: Option<&Value>) -> Option<Vec<u64>> {
     value?.as_array()?.iter().map(Value::as_u64).collect()
 }
 
@@ -390,68 +415,6 @@ fn adopt_existing(plan: &mut Plan, uppers: &[Array]) {
             .map(|(c, f)| super::plan::lcm(*c, *f))
             .collect();
     }
-}
-
-/// The shape level 0 had when the levels were made: the group's record, else what level 1's
-/// shape implies (every downsampled axis counts as grown from the start of level 1's last
-/// block).
-fn old_shape(record: Option<&Value>, level1: &Array, shape0: &[u64], factors: &[u64]) -> Vec<u64> {
-    if let Some(old) =
-        ints(record.and_then(|r| r.get(LEVEL0_SHAPE))).filter(|o| o.len() == shape0.len())
-    {
-        return old;
-    }
-    // Without a record, growth inside level 1's last element cannot be seen: count that
-    // element's block as changed (a row of edge shards more to rewrite, once; the record
-    // written then makes the next call exact).
-    let shape1 = level1.layout().shape();
-    shape0
-        .iter()
-        .zip(factors)
-        .zip(shape1)
-        .map(|((s, f), s1)| {
-            if *f == 1 && s == s1 {
-                *s
-            } else {
-                (*s).min(s1.saturating_sub(1) * f)
-            }
-        })
-        .collect()
-}
-
-/// The grid indices of level 0's shards not stored (`present`: the linear indices of
-/// those stored), or `None` when there are more than [`MAX_ABSENT`] (then not recorded).
-fn absent_shards(level0: &Array, present: &HashSet<u64>) -> Option<Vec<Vec<u64>>> {
-    let grid = level0.shard_grid();
-    let absent: Vec<Vec<u64>> = grid
-        .cells()
-        .filter_map(|cell| cell.index().map(<[u64]>::to_vec))
-        .filter(|index| !present.contains(&grid.linear_index(index)))
-        .take(MAX_ABSENT + 1)
-        .collect();
-    (absent.len() <= MAX_ABSENT).then_some(absent)
-}
-
-/// The level-0 shards the record says were absent (all fill value) when the levels were
-/// made, and that are stored now: written since, so changed.
-fn filled_since(record: Option<&Value>, level0: &Array, present: &HashSet<u64>) -> Vec<Domain> {
-    let Some(absent) = record
-        .and_then(|r| r.get(LEVEL0_ABSENT))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    let grid = level0.shard_grid();
-    absent
-        .iter()
-        .filter_map(|index| ints(Some(index)))
-        .filter(|index| {
-            index.len() == grid.grid_shape().len()
-                && index.iter().zip(grid.grid_shape()).all(|(i, n)| i < n)
-                && present.contains(&grid.linear_index(index))
-        })
-        .filter_map(|index| level0.shard(&index).ok())
-        .collect()
 }
 
 /// Refuse to update a level made with other settings (before anything is rewritten).

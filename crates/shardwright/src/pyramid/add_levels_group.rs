@@ -12,7 +12,12 @@ use super::ome;
 use super::plan::Plan;
 use super::window::Window;
 use super::PyramidError;
+use std::collections::HashSet;
+
+use super::add_levels::{ints, MAX_ABSENT};
+use crate::domain::Domain;
 use crate::error::Result;
+use crate::Array;
 
 /// The group attribute holding the record of how the levels were made.
 pub(crate) const RECORD_KEY: &str = "shardwright";
@@ -23,6 +28,13 @@ pub(crate) const LEVEL0_SHAPE: &str = "level0_shape";
 /// The member of the record listing level 0's shards absent (all fill value) then: those
 /// stored on the next call were written since.
 pub(crate) const LEVEL0_ABSENT: &str = "level0_absent";
+
+/// The member of the record listing the level-0 shards (grid indices) an image
+/// (`shardwright::image`) stored again after the levels above were made from them (or
+/// `"all"`): their coarser shards are recomputed when the image is finished, or by
+/// [`add_levels`](super::add_levels::add_levels), even if the session that wrote them
+/// stopped first.
+pub const REWRITTEN: &str = "rewritten";
 
 fn invalid(what: &str) -> PyramidError {
     PyramidError::invalid(format!("the image group's zarr.json: {what}"))
@@ -100,6 +112,7 @@ pub(super) fn image_document(
         record.insert("method".into(), json!(plan.method.to_string()));
         record.insert("levels".into(), json!(plan.levels.len()));
         record.insert(LEVEL0_ABSENT.into(), json!(absent));
+        record.remove(REWRITTEN);
     }
     Ok(serde_json::to_vec_pretty(&doc)
         .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?)
@@ -220,4 +233,91 @@ pub fn with_level0_record(
     }
     Ok(serde_json::to_vec_pretty(&doc)
         .map_err(|e| PyramidError::invalid(format!("group metadata does not serialize: {e}")))?)
+}
+
+/// What the record of `group` says of level-0 shards written again: their grid indices,
+/// or `None` when all of level 0 may have changed (`"all"`).
+///
+/// ```
+/// use shardwright::pyramid::add_levels_group::rewritten_of;
+/// let group = serde_json::json!({"attributes": {"shardwright": {"rewritten": [[0, 1]]}}});
+/// assert_eq!(rewritten_of(&group).unwrap().into_iter().collect::<Vec<_>>(), vec![vec![0, 1]]);
+/// ```
+pub fn rewritten_of(group: &Value) -> Option<std::collections::BTreeSet<Vec<u64>>> {
+    match group.pointer(&format!("/attributes/{RECORD_KEY}/{REWRITTEN}")) {
+        Some(Value::String(s)) if s == "all" => None,
+        Some(listed) => Some(serde_json::from_value(listed.clone()).unwrap_or_default()),
+        None => Some(std::collections::BTreeSet::new()),
+    }
+}
+
+/// The shape level 0 had when the levels were made: the group's record, else what level 1's
+/// shape implies (every downsampled axis counts as grown from the start of level 1's last
+/// block).
+pub(super) fn old_shape(
+    record: Option<&Value>,
+    level1: &Array,
+    shape0: &[u64],
+    factors: &[u64],
+) -> Vec<u64> {
+    if let Some(old) =
+        ints(record.and_then(|r| r.get(LEVEL0_SHAPE))).filter(|o| o.len() == shape0.len())
+    {
+        return old;
+    }
+    // Without a record, growth inside level 1's last element cannot be seen: count that
+    // element's block as changed (a row of edge shards more to rewrite, once; the record
+    // written then makes the next call exact).
+    let shape1 = level1.layout().shape();
+    shape0
+        .iter()
+        .zip(factors)
+        .zip(shape1)
+        .map(|((s, f), s1)| {
+            if *f == 1 && s == s1 {
+                *s
+            } else {
+                (*s).min(s1.saturating_sub(1) * f)
+            }
+        })
+        .collect()
+}
+
+/// The grid indices of level 0's shards not stored (`present`: the linear indices of
+/// those stored), or `None` when there are more than [`MAX_ABSENT`] (then not recorded).
+pub(super) fn absent_shards(level0: &Array, present: &HashSet<u64>) -> Option<Vec<Vec<u64>>> {
+    let grid = level0.shard_grid();
+    let absent: Vec<Vec<u64>> = grid
+        .cells()
+        .filter_map(|cell| cell.index().map(<[u64]>::to_vec))
+        .filter(|index| !present.contains(&grid.linear_index(index)))
+        .take(MAX_ABSENT + 1)
+        .collect();
+    (absent.len() <= MAX_ABSENT).then_some(absent)
+}
+
+/// The level-0 shards the record says were absent (all fill value) when the levels were
+/// made, and that are stored now: written since, so changed.
+pub(super) fn filled_since(
+    record: Option<&Value>,
+    level0: &Array,
+    present: &HashSet<u64>,
+) -> Vec<Domain> {
+    let Some(absent) = record
+        .and_then(|r| r.get(LEVEL0_ABSENT))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let grid = level0.shard_grid();
+    absent
+        .iter()
+        .filter_map(|index| ints(Some(index)))
+        .filter(|index| {
+            index.len() == grid.grid_shape().len()
+                && index.iter().zip(grid.grid_shape()).all(|(i, n)| i < n)
+                && present.contains(&grid.linear_index(index))
+        })
+        .filter_map(|index| level0.shard(&index).ok())
+        .collect()
 }
