@@ -52,6 +52,7 @@ def test_the_seed_loop_fills_every_level_as_tensorstore_downsamples(tmp_path):
                 for c in w.inner_chunks():
                     w[c] = data[c.slices]
     assert img.stats["shards_written"] == [a.nshards for a in img.levels]
+    assert img.stats["rewritten"] == 0  # nothing recomputed: each shard stored once
     check_levels(img.levels, data)
     group = json.loads((tmp_path / "img.ome.zarr" / "zarr.json").read_text())
     datasets = group["attributes"]["ome"]["multiscales"][0]["datasets"]

@@ -175,7 +175,7 @@ pub(crate) fn finished_group(
 }
 
 /// What the group's record says of an image opened again.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Reopened {
     /// Level-0 shards written again after their levels were made, in a session that
     /// stopped before finishing (`None`: too many to list, all of level 0).
@@ -184,6 +184,17 @@ pub(crate) struct Reopened {
     pub(crate) finished: bool,
     /// The record's other members (level 0's shape and absent shards then).
     pub(crate) kept: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for Reopened {
+    /// A new image: nothing rewritten, not finished, no record.
+    fn default() -> Self {
+        Self {
+            rewritten: Some(BTreeSet::new()),
+            finished: false,
+            kept: serde_json::Map::new(),
+        }
+    }
 }
 
 impl Reopened {
