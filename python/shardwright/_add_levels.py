@@ -13,7 +13,7 @@ from ._array import Array
 from ._errors import ShapeError
 from ._image_metadata import ChannelSpec, physical_settings
 from ._location import resolve
-from ._pyramid import Levels, _ints, _progress_handler
+from ._pyramid import Levels, _ints, _progress_handler, engine_place, engine_settings
 
 
 def _one_shape(given: Sequence[int] | None, what: str) -> list[list[int]] | None:
@@ -101,31 +101,22 @@ def add_levels(
     if method is not None and not isinstance(method, str):
         raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
     where = resolve(image, storage_options, path)
-    adapter = None
-    if where.store is not None:
-        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
-
-        adapter = StoreAdapter(where.store)
     callback, close = _progress_handler(progress)
     try:
         arrays, stats = _core.add_levels(
-            str(where.path) if where.path is not None else None,
-            where.url,
-            where.options,
-            adapter,
-            where.key,
-            {
-                "factors": [] if factors is None else _ints(factors, "factors", 1),
-                "levels": levels,
-                "method": "mean" if method is None else method,
-                "chunks": _one_shape(chunks, "chunks"),
-                "shards": _one_shape(shards, "shards"),
-                "compressor": "none" if compressor is None else compressor,
-                "compression_level": compression_level,
-                "axes": None,
-                "name": name,
-                **physical_settings(scale, translation, units, channels),
-            },
+            *engine_place(where),
+            engine_settings(
+                factors=[] if factors is None else _ints(factors, "factors", 1),
+                levels=levels,
+                method="mean" if method is None else method,
+                chunks=_one_shape(chunks, "chunks"),
+                shards=_one_shape(shards, "shards"),
+                compressor=compressor,
+                compression_level=compression_level,
+                axes=None,
+                name=name,
+                physical=physical_settings(scale, translation, units, channels),
+            ),
             method is not None,
             callback,
         )

@@ -20,7 +20,7 @@ from ._errors import ShapeError
 from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
 from ._open import _fill_json
-from ._pyramid import Levels, _ints
+from ._pyramid import Levels, _ints, engine_place, engine_settings
 
 
 class _ShardList:
@@ -164,25 +164,6 @@ class Image:
         return f"<shardwright.Image {state} levels={shapes}>"
 
 
-def _target(
-    dest: Any, storage_options: Mapping[str, Any] | None, path: str | None
-) -> tuple[Location, tuple[Any, ...]]:
-    where = resolve(dest, storage_options, path)
-    adapter = None
-    if where.store is not None:
-        from ._adapter import StoreAdapter
-
-        adapter = StoreAdapter(where.store)
-    place = (
-        str(where.path) if where.path is not None else None,
-        where.url,
-        where.options,
-        adapter,
-        where.key,
-    )
-    return where, place
-
-
 def create_image(
     dest: str | os.PathLike[str] | Any,
     *,
@@ -238,21 +219,21 @@ def create_image(
     dims = _ints(shape, "shape", 0)
     if isinstance(axes, str):
         axes = list(axes)
-    where, place = _target(dest, storage_options, path)
-    settings = {
-        "factors": _ints(factors, "factors", 1),
-        "levels": levels,
-        "method": method,
-        "chunks": [_ints(chunks, "chunks", 1)],
-        "shards": [_ints(shards, "shards", 1)],
-        "compressor": "none" if compressor is None else compressor,
-        "compression_level": compression_level,
-        "axes": None if axes is None else [str(a) for a in axes],
-        "name": name,
-        **physical_settings(scale, translation, units, channels),
-    }
+    where = resolve(dest, storage_options, path)
+    settings = engine_settings(
+        factors=_ints(factors, "factors", 1),
+        levels=levels,
+        method=method,
+        chunks=[_ints(chunks, "chunks", 1)],
+        shards=[_ints(shards, "shards", 1)],
+        compressor=compressor,
+        compression_level=compression_level,
+        axes=axes,
+        name=name,
+        physical=physical_settings(scale, translation, units, channels),
+    )
     core = _core.Image.create(
-        *place,
+        *engine_place(where),
         dims,
         np_dtype.name,
         json.dumps(_fill_json(fill_value, np_dtype)),
@@ -284,5 +265,5 @@ def open_image(
     ...     len(img.iter_shards())
     3
     """
-    where, place = _target(dest, storage_options, path)
-    return Image(_core.Image.open(*place), where)
+    where = resolve(dest, storage_options, path)
+    return Image(_core.Image.open(*engine_place(where)), where)

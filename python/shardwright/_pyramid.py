@@ -213,6 +213,54 @@ def _shapes(given: Shapes | None, what: str) -> list[list[int]] | None:
     return [_ints(items, what, 1)]  # type: ignore[arg-type]
 
 
+def engine_place(where: Location) -> tuple[Any, ...]:
+    """Where the engine writes, as ``_core.build``, ``_core.Image`` and
+    ``_core.add_levels`` take it: the folder, the URL and its options, a zarr store's
+    adapter, the key inside it."""
+    adapter = None
+    if where.store is not None:
+        from ._adapter import StoreAdapter  # imports zarr, which shardwright does not need
+
+        adapter = StoreAdapter(where.store)
+    folder = str(where.path) if where.path is not None else None
+    return (folder, where.url, where.options, adapter, where.key)
+
+
+def engine_settings(
+    *,
+    factors: list[int],
+    levels: int | None,
+    method: str,
+    chunks: list[list[int]] | None,
+    shards: list[list[int]] | None,
+    compressor: str | None,
+    compression_level: int | None,
+    axes: Sequence[str] | None,
+    name: str | None,
+    physical: dict[str, Any],
+) -> dict[str, Any]:
+    """The one settings dict the engine's pyramid, image and add-levels entry points
+    take (shapes already checked; ``physical`` from :func:`physical_settings`).
+
+    >>> engine_settings(factors=[2], levels=None, method="mean", chunks=None, shards=None,
+    ...                 compressor=None, compression_level=None, axes="yx", name=None,
+    ...                 physical={})["axes"]
+    ['y', 'x']
+    """
+    return {
+        "factors": factors,
+        "levels": levels,
+        "method": method,
+        "chunks": chunks,
+        "shards": shards,
+        "compressor": "none" if compressor is None else compressor,
+        "compression_level": compression_level,
+        "axes": None if axes is None else [str(a) for a in axes],
+        "name": name,
+        **physical,
+    }
+
+
 def _progress_handler(
     progress: bool | Callable[[dict[str, Any]], Any],
 ) -> tuple[Callable[[dict[str, Any]], None] | None, Callable[[], None]]:
@@ -275,32 +323,19 @@ def prepare(
             source, dest, None, lambda t, _: src_options if t is source else dst_options
         )
     where = resolve(dest, dst_options, None)
-    adapter = None
-    if where.store is not None:
-        from ._adapter import StoreAdapter
-
-        adapter = StoreAdapter(where.store)
-    arguments = (
-        str(where.path) if where.path is not None else None,
-        where.url,
-        where.options,
-        adapter,
-        where.key,
-        {
-            "factors": _ints(factors, "factors", 1) if kind == "pyramid" else [],
-            "levels": levels,
-            "method": method,
-            "chunks": _shapes(chunks, "chunks"),
-            "shards": _shapes(shards, "shards"),
-            "compressor": "none" if compressor is None else compressor,
-            "compression_level": compression_level,
-            "axes": None if axes is None else [str(a) for a in axes],
-            "name": name,
-            **physical_settings(scale, translation, units, channels),
-        },
-        bool(resume),
-        bool(overwrite),
+    settings = engine_settings(
+        factors=_ints(factors, "factors", 1) if kind == "pyramid" else [],
+        levels=levels,
+        method=method,
+        chunks=_shapes(chunks, "chunks"),
+        shards=_shapes(shards, "shards"),
+        compressor=compressor,
+        compression_level=compression_level,
+        axes=axes,
+        name=name,
+        physical=physical_settings(scale, translation, units, channels),
     )
+    arguments = (*engine_place(where), settings, bool(resume), bool(overwrite))
     return core_source, where, arguments
 
 

@@ -352,7 +352,9 @@ impl Feed {
             state.dirty.push(chunk.clone());
         }
         let driver = &mut state.driver;
-        let plan = driver.walk.plan.clone();
+        // the walk is shared: no copy of the plan per chunk
+        let walk = Arc::clone(&driver.walk);
+        let plan = &walk.plan;
         let (k, region) = if self.aligned {
             (1, plan.downsampled(chunk))
         } else {

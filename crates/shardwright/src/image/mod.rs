@@ -127,22 +127,26 @@ impl Image {
         fill_value: Option<serde_json::Value>,
         options: &BuildOptions,
     ) -> Result<Self> {
-        Self::make(store, path, (shape, data_type, fill_value), options)
+        Self::make(store, path, (shape, data_type, fill_value), options, None)
     }
 
-    /// [`create`](Self::create), continuing after what the group's record says.
+    /// [`create`](Self::create), continuing after what the group's record says (`group`:
+    /// the group document, when the caller has read it already).
     fn make(
         store: Arc<dyn Store>,
         path: &str,
         (shape, data_type, fill_value): (&[u64], &str, Option<serde_json::Value>),
         options: &BuildOptions,
+        group: Option<&serde_json::Value>,
     ) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
         let plan = options.request.plan(shape, data_type)?;
         // Everything the finished image will need checks now, before anything is written.
         group_document(&plan, options, &path, &[])?;
         let group_key = join(&path, METADATA_KEY);
-        let reopened = if options.resume {
+        let reopened = if let Some(group) = group {
+            Reopened::of(group)
+        } else if options.resume {
             match store.get(&group_key)? {
                 Some(bytes) => Reopened::of(&read_group(&bytes, &path)?),
                 None => Reopened::default(),
@@ -191,7 +195,13 @@ impl Image {
             level0.layout().shape().to_vec(),
             level0.layout().data_type_name().to_string(),
         );
-        Self::make(store, &path, (&shape, &data_type, None), &options)
+        Self::make(
+            store,
+            &path,
+            (&shape, &data_type, None),
+            &options,
+            Some(&group),
+        )
     }
 
     fn start(
@@ -296,7 +306,7 @@ impl Image {
         if self.stored0.is_empty() {
             return Ok(());
         }
-        let level0 = self.feed_array();
+        let level0 = self.level0.clone();
         let grid = level0.shard_grid().clone();
         let mut state = self.feed.lock();
         for shard in order::nested_shards(&self.plan, &grid)? {
@@ -353,11 +363,6 @@ impl Image {
             .take(crate::pyramid::add_levels::MAX_ABSENT + 1)
             .collect();
         (absent.len() <= crate::pyramid::add_levels::MAX_ABSENT).then_some(absent)
-    }
-
-    /// Level 0 without the observer.
-    fn feed_array(&self) -> Array {
-        self.level0.clone()
     }
 
     /// The level arrays, level 0 first; level 0's writers feed the levels above.
@@ -439,7 +444,7 @@ impl Image {
         drop(state);
         let mut arrays = self.levels.clone();
         if let Some(first) = arrays.first_mut() {
-            *first = self.feed_array();
+            *first = self.level0.clone();
         }
         if !dirty.is_empty() {
             let updated = crate::pyramid::update::update_levels(
