@@ -1,0 +1,338 @@
+//! One TIFF file: its pages indexed at open (tags only, no pixel data) and a pool of
+//! decoders that decode its strips and tiles.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use tiff::decoder::{ChunkType, Decoder, Limits};
+use tiff::tags::Tag;
+use tiff::TiffError as Raw;
+
+use crate::error::{compression_name, TiffError};
+
+/// Compressions the tiff crate decodes (with this crate's features).
+const SUPPORTED: &[u16] = &[1, 5, 7, 8, 32946, 32773, 50000];
+
+/// The element type of a page's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DataType {
+    U8,
+    U16,
+    U32,
+    U64,
+    I8,
+    I16,
+    I32,
+    I64,
+    F32,
+    F64,
+}
+
+impl DataType {
+    /// Its Zarr v3 name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::U8 => "uint8",
+            Self::U16 => "uint16",
+            Self::U32 => "uint32",
+            Self::U64 => "uint64",
+            Self::I8 => "int8",
+            Self::I16 => "int16",
+            Self::I32 => "int32",
+            Self::I64 => "int64",
+            Self::F32 => "float32",
+            Self::F64 => "float64",
+        }
+    }
+
+    /// Bytes per element.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Self::U8 | Self::I8 => 1,
+            Self::U16 | Self::I16 => 2,
+            Self::U32 | Self::I32 | Self::F32 => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
+        }
+    }
+
+    fn of(bits: u16, format: u16) -> Option<Self> {
+        Some(match (format, bits) {
+            (1, 8) => Self::U8,
+            (1, 16) => Self::U16,
+            (1, 32) => Self::U32,
+            (1, 64) => Self::U64,
+            (2, 8) => Self::I8,
+            (2, 16) => Self::I16,
+            (2, 32) => Self::I32,
+            (2, 64) => Self::I64,
+            (3, 32) => Self::F32,
+            (3, 64) => Self::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// What the source needs of one full-resolution page.
+#[derive(Debug, Clone)]
+pub(crate) struct Page {
+    /// Its position in the file's chain of IFDs.
+    pub(crate) ifd: usize,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) samples: u16,
+    pub(crate) dtype: DataType,
+    /// Samples stored in separate planes (PlanarConfiguration 2).
+    pub(crate) planar: bool,
+    /// Its strip or tile size (width, height); a strip is the image's width wide.
+    pub(crate) chunk: (u32, u32),
+    pub(crate) description: Option<String>,
+    /// XResolution, YResolution and ResolutionUnit.
+    pub(crate) resolution: Option<(f64, f64, u16)>,
+}
+
+impl Page {
+    /// Its chunks per row and per column.
+    pub(crate) fn chunk_grid(&self) -> (u32, u32) {
+        (
+            self.width.div_ceil(self.chunk.0),
+            self.height.div_ceil(self.chunk.1),
+        )
+    }
+
+    /// Samples in each decoded chunk.
+    pub(crate) fn chunk_samples(&self) -> usize {
+        if self.planar {
+            1
+        } else {
+            usize::from(self.samples)
+        }
+    }
+
+    /// `"{height}×{width}×{samples} {type}"`, for messages.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{}x{} pixels of {} {} sample(s)",
+            self.height,
+            self.width,
+            self.samples,
+            self.dtype.name()
+        )
+    }
+}
+
+type Reader = Decoder<BufReader<File>>;
+
+/// A TIFF file: its full-resolution pages and its decoders.
+#[derive(Debug)]
+pub(crate) struct TiffFile {
+    pub(crate) path: PathBuf,
+    pub(crate) pages: Vec<Page>,
+    /// Idle decoders, each with the IFD it is positioned on.
+    pool: Mutex<Vec<(Reader, usize)>>,
+}
+
+/// Whether `path` starts with a TIFF or BigTIFF header.
+pub(crate) fn has_tiff_header(path: &Path) -> bool {
+    header(path).is_ok_and(|h| is_header(&h))
+}
+
+fn header(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(4);
+    File::open(path)?.take(4).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+fn is_header(head: &[u8]) -> bool {
+    matches!(head, b"II*\0" | b"MM\0*" | b"II+\0" | b"MM\0+")
+}
+
+fn new_decoder(path: &Path) -> Result<Reader, TiffError> {
+    let file = File::open(path).map_err(|e| TiffError::io(path, e))?;
+    Decoder::new(BufReader::new(file))
+        .map(|d| d.with_limits(Limits::unlimited()))
+        .map_err(|e| TiffError::io(path, format!("not a readable TIFF: {e}")))
+}
+
+impl TiffFile {
+    /// Index the pages of the TIFF at `path` (reading tags only). Reduced-resolution
+    /// pages (NewSubfileType bit 0) are left out; SubIFDs are not followed.
+    pub(crate) fn open(path: &Path) -> Result<Self, TiffError> {
+        let head = header(path).map_err(|e| TiffError::io(path, e))?;
+        if !is_header(&head) {
+            return Err(TiffError::NotTiff {
+                path: path.display().to_string(),
+                found: head.escape_ascii().to_string(),
+            });
+        }
+        let mut decoder = new_decoder(path)?;
+        let mut pages = Vec::new();
+        let mut ifd = 0;
+        loop {
+            let tags = |e: Raw| TiffError::io(path, format!("page {ifd}: {e}"));
+            let subfile: u32 = decoder
+                .find_tag_unsigned(Tag::NewSubfileType)
+                .map_err(tags)?
+                .unwrap_or(0);
+            if subfile & 1 == 0 {
+                pages.push(page(&mut decoder, path, ifd, pages.is_empty())?);
+            }
+            if !decoder.more_images() {
+                break;
+            }
+            ifd += 1;
+            decoder
+                .next_image()
+                .map_err(|e| TiffError::io(path, format!("page {ifd}: {e}")))?;
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            pages,
+            pool: Mutex::new(vec![(decoder, ifd)]),
+        })
+    }
+
+    /// The decoded bytes (`height × width × samples`, native endian, edge padding cut) of
+    /// chunk `chunk` of `page`.
+    pub(crate) fn decode(&self, page: &Page, chunk: u32) -> Result<Vec<u8>, TiffError> {
+        let taken = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let (mut decoder, at) = match taken {
+            Some(d) => d,
+            None => (new_decoder(&self.path)?, 0),
+        };
+        let fail = |e: Raw| TiffError::Decode {
+            path: self.path.display().to_string(),
+            page: page.ifd,
+            chunk,
+            unsupported: matches!(e, Raw::UnsupportedError(_)),
+            message: e.to_string(),
+        };
+        if at != page.ifd {
+            decoder.seek_to_image(page.ifd).map_err(fail)?;
+        }
+        let count = match decoder.get_chunk_type() {
+            ChunkType::Strip => decoder.strip_count(),
+            ChunkType::Tile => decoder.tile_count(),
+        }
+        .map_err(fail)?;
+        if chunk >= count {
+            return Err(TiffError::Decode {
+                path: self.path.display().to_string(),
+                page: page.ifd,
+                chunk,
+                message: format!("the page has {count} strips or tiles; expected more"),
+                unsupported: false,
+            });
+        }
+        let (w, h) = decoder.chunk_data_dimensions(chunk);
+        let len = w as usize * h as usize * page.chunk_samples() * page.dtype.size();
+        let mut data = vec![0; len];
+        decoder.read_chunk_bytes(chunk, &mut data).map_err(fail)?;
+        if let Ok(mut pool) = self.pool.lock() {
+            pool.push((decoder, page.ifd));
+        }
+        Ok(data)
+    }
+}
+
+/// The page the decoder is on (IFD `ifd`), checked for what the source supports.
+fn page(decoder: &mut Reader, path: &Path, ifd: usize, first: bool) -> Result<Page, TiffError> {
+    let tags = |e: Raw| TiffError::io(path, format!("page {ifd}: {e}"));
+    let show = path.display().to_string();
+    let code: u16 = decoder
+        .find_tag_unsigned(Tag::Compression)
+        .map_err(tags)?
+        .unwrap_or(1);
+    if !SUPPORTED.contains(&code) {
+        return Err(TiffError::Compression {
+            path: show,
+            page: ifd,
+            name: compression_name(code).to_string(),
+            code,
+        });
+    }
+    let samples: u16 = decoder
+        .find_tag_unsigned(Tag::SamplesPerPixel)
+        .map_err(tags)?
+        .unwrap_or(1);
+    let bits: Vec<u16> = decoder
+        .find_tag_unsigned_vec(Tag::BitsPerSample)
+        .map_err(tags)?
+        .unwrap_or_else(|| vec![1]);
+    let formats: Vec<u16> = decoder
+        .find_tag_unsigned_vec(Tag::SampleFormat)
+        .map_err(tags)?
+        .unwrap_or_else(|| vec![1]);
+    let dtype = match (bits.as_slice(), formats.as_slice()) {
+        ([b, rest @ ..], [f, more @ ..])
+            if rest.iter().all(|x| x == b) && more.iter().all(|x| x == f) =>
+        {
+            DataType::of(*b, *f)
+        }
+        _ => None,
+    };
+    let Some(dtype) = dtype else {
+        return Err(TiffError::SampleLayout {
+            path: show,
+            page: ifd,
+            found: format!(
+                "{samples} sample(s) per pixel of {bits:?} bits and sample format {formats:?} \
+                 (1: unsigned, 2: signed, 3: float)"
+            ),
+        });
+    };
+    let planar = decoder
+        .find_tag_unsigned::<u16>(Tag::PlanarConfiguration)
+        .map_err(tags)?
+        == Some(2);
+    let (width, height) = decoder.dimensions().map_err(tags)?;
+    let (cw, ch) = decoder.chunk_dimensions();
+    let chunk = match decoder.get_chunk_type() {
+        ChunkType::Strip => (width.max(1), ch.clamp(1, height.max(1))),
+        ChunkType::Tile => (cw.max(1), ch.max(1)),
+    };
+    let description = if first {
+        decoder
+            .find_tag(Tag::ImageDescription)
+            .map_err(tags)?
+            .and_then(|v| v.into_string().ok())
+    } else {
+        None
+    };
+    let rational = |decoder: &mut Reader, tag| -> Option<f64> {
+        match decoder.find_tag(tag).ok().flatten()? {
+            tiff::decoder::ifd::Value::Rational(n, d) if d > 0 => Some(f64::from(n) / f64::from(d)),
+            tiff::decoder::ifd::Value::Double(v) => Some(v),
+            tiff::decoder::ifd::Value::Float(v) => Some(f64::from(v)),
+            tiff::decoder::ifd::Value::Unsigned(v) => Some(f64::from(v)),
+            tiff::decoder::ifd::Value::Short(v) => Some(f64::from(v)),
+            _ => None,
+        }
+    };
+    let resolution = match (
+        rational(decoder, Tag::XResolution),
+        rational(decoder, Tag::YResolution),
+    ) {
+        (Some(x), Some(y)) if first => {
+            let unit = decoder
+                .find_tag_unsigned::<u16>(Tag::ResolutionUnit)
+                .ok()
+                .flatten()
+                .unwrap_or(2);
+            Some((x, y, unit))
+        }
+        _ => None,
+    };
+    Ok(Page {
+        ifd,
+        width,
+        height,
+        samples,
+        dtype,
+        planar,
+        chunk,
+        description,
+        resolution,
+    })
+}

@@ -1,0 +1,107 @@
+//! Axes and image metadata read from OME-XML, ImageJ descriptions and resolution tags.
+
+mod common;
+
+use common::data;
+use shardwright::pyramid::image_metadata::{Channel, ImageMetadata};
+use shardwright_tiff::TiffSource;
+
+fn open(name: &str) -> TiffSource {
+    TiffSource::open(&data(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn units(list: &[Option<&str>]) -> Option<Vec<Option<String>>> {
+    Some(list.iter().map(|u| u.map(str::to_string)).collect())
+}
+
+#[test]
+fn ome_xml_gives_scale_units_and_channels() {
+    let image = open("ome_xyzct.ome.tif").image_metadata();
+    let channel = |label: &str, color: &str| Channel {
+        label: Some(label.into()),
+        color: Some(color.into()),
+    };
+    let want = ImageMetadata {
+        scale: Some(vec![1.5, 1.0, 2.0, 0.406, 0.406]),
+        units: units(&[
+            Some("second"),
+            None,
+            Some("micrometer"),
+            Some("micrometer"),
+            Some("micrometer"),
+        ]),
+        channels: Some(vec![
+            channel("DAPI", "FF0000"),
+            channel("GFP", "00FF00"),
+            channel("RFP", "0000FF"),
+        ]),
+        ..Default::default()
+    };
+    assert_eq!(image, want);
+}
+
+#[test]
+fn ome_xml_units_are_read_and_unnamed_channels_have_no_label() {
+    let source = open("ome_xyczt.ome.tif");
+    assert_eq!(source.axes(), ["t", "c", "z", "y", "x"]);
+    let image = source.image_metadata();
+    assert_eq!(image.scale, Some(vec![1.0, 1.0, 0.5, 1.0, 1.0]));
+    assert_eq!(
+        image.units,
+        units(&[None, None, Some("nanometer"), None, None])
+    );
+    let channels = image.channels.unwrap();
+    assert_eq!(channels.len(), 3);
+    assert!(channels
+        .iter()
+        .all(|c| c.label.is_none() && c.color.is_none()));
+}
+
+#[test]
+fn imagej_gives_spacing_unit_resolution_and_frame_interval() {
+    let image = open("imagej.tif").image_metadata();
+    assert_eq!(image.scale, Some(vec![0.5, 1.0, 1.5, 0.25, 0.25]));
+    let um = Some("micrometer");
+    assert_eq!(image.units, units(&[Some("second"), None, um, um, um]));
+    assert_eq!(image.channels, None);
+}
+
+#[test]
+fn resolution_in_centimeters_gives_micrometers() {
+    let image = open("tiled_edge.tif").image_metadata();
+    assert_eq!(image.scale, Some(vec![0.5, 0.5]));
+    assert_eq!(
+        image.units,
+        units(&[Some("micrometer"), Some("micrometer")])
+    );
+}
+
+#[test]
+fn a_plain_tiff_says_nothing() {
+    for name in [
+        "strip_none.tif",
+        "strip_lzw.tif",
+        "rgb_chunky.tif",
+        "folder2d",
+    ] {
+        assert_eq!(
+            open(name).image_metadata(),
+            ImageMetadata::default(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_folder_takes_the_first_files_metadata_with_the_new_axis_unscaled() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..2 {
+        let to = dir.path().join(format!("s{i}.tif"));
+        std::fs::copy(data("tiled_edge.tif"), to).unwrap();
+    }
+    let source = TiffSource::open(dir.path().to_str().unwrap()).unwrap();
+    assert_eq!(source.axes(), ["z", "y", "x"]);
+    let image = source.image_metadata();
+    assert_eq!(image.scale, Some(vec![1.0, 0.5, 0.5]));
+    assert_eq!(image.units.unwrap()[0], None);
+}
