@@ -21,8 +21,9 @@ type Failure = Box<dyn std::error::Error>;
 /// What `pyramid` and `copy` share.
 #[derive(clap::Args)]
 pub(crate) struct Common {
-    /// The source: a Zarr v2 or v3 array (a folder or an object-store URL).
-    src: String,
+    /// The source: a Zarr v2 or v3 array (a folder or an object-store URL), or a TIFF,
+    /// BigTIFF or OME-TIFF file, a folder of TIFF files or a glob pattern of them.
+    pub(crate) src: String,
     /// The destination (a folder or an object-store URL).
     dst: String,
     /// Inner chunk shape, e.g. 1,1,32,128,128 (default: 64 along z, y, x for 3-d images,
@@ -41,7 +42,7 @@ pub(crate) struct Common {
     compression_level: Option<i32>,
     /// Axis names, e.g. t,c,z,y,x (default: the last ndim of t, c, z, y, x).
     #[arg(long)]
-    axes: Option<String>,
+    pub(crate) axes: Option<String>,
     /// Continue a job that stopped: keep the shards already stored, write the others.
     #[arg(long)]
     resume: bool,
@@ -51,7 +52,7 @@ pub(crate) struct Common {
     /// An object-store option, KEY=VALUE (repeat for several), for both source and
     /// destination URLs (e.g. aws_region=eu-west-1).
     #[arg(long = "storage-option")]
-    storage_options: Vec<String>,
+    pub(crate) storage_options: Vec<String>,
     /// No progress output (the summary is still printed).
     #[arg(long, short)]
     quiet: bool,
@@ -82,7 +83,7 @@ pub(crate) struct CopyArgs {
     common: Common,
 }
 
-fn numbers(text: &str, what: &str) -> Result<Vec<u64>, Failure> {
+pub(crate) fn numbers(text: &str, what: &str) -> Result<Vec<u64>, Failure> {
     text.split(',')
         .map(|p| {
             p.trim()
@@ -99,8 +100,17 @@ fn shapes(text: &Option<String>, what: &str) -> Result<Option<Vec<Vec<u64>>>, Fa
         .transpose()
 }
 
+/// The source `common` names, opened.
+pub(crate) fn open_source(
+    common: &Common,
+) -> Result<Box<dyn shardwright::pyramid::source::Source>, Failure> {
+    let storage = location::options(&common.storage_options)?;
+    location::open_source(&common.src, &storage)
+}
+
 fn prepare(
     common: &Common,
+    source: Box<dyn shardwright::pyramid::source::Source>,
     request: PlanRequest,
     image: ImageMetadata,
     as_pyramid: bool,
@@ -116,7 +126,6 @@ fn prepare(
         refuse_overlap(&common.src, &common.dst)?;
     }
     let storage = location::options(&common.storage_options)?;
-    let source = location::open_source(&common.src, &storage)?;
     let compressor = match common.compressor.as_str() {
         "none" => Compressor::None,
         name => Compressor::by_name(name, common.compression_level)?,
@@ -124,10 +133,9 @@ fn prepare(
     let mut request = request;
     request.chunks = shapes(&common.chunks, "chunks")?;
     request.shards = shapes(&common.shards, "shards")?;
-    request.axes = common
-        .axes
-        .as_ref()
-        .map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
+    if let Some(axes) = &common.axes {
+        request.axes = Some(axes.split(',').map(|s| s.trim().to_string()).collect());
+    }
     let mut options = BuildOptions::new(request, compressor);
     options.resume = common.resume;
     options.image = image;
@@ -260,12 +268,21 @@ pub(crate) fn pyramid(args: &PyramidArgs, job: &Job) -> Result<(), Failure> {
         method: Some(method),
         ..Default::default()
     };
-    run(&args.common, request, args.physical.image()?, true, job)
+    let source = open_source(&args.common)?;
+    run(
+        &args.common,
+        source,
+        request,
+        args.physical.image()?,
+        true,
+        job,
+    )
 }
 
 pub(crate) fn copy(args: &CopyArgs, job: &Job) -> Result<(), Failure> {
     run(
         &args.common,
+        open_source(&args.common)?,
         PlanRequest::default(),
         ImageMetadata::default(),
         false,
@@ -275,14 +292,15 @@ pub(crate) fn copy(args: &CopyArgs, job: &Job) -> Result<(), Failure> {
 
 /// Build a pyramid (`as_pyramid`) or a copy with `request`, showing progress; stop when
 /// `job` says so (the build's writers abort their uploads and remove their temporary files).
-fn run(
+pub(crate) fn run(
     common: &Common,
+    source: Box<dyn shardwright::pyramid::source::Source>,
     request: PlanRequest,
     image: ImageMetadata,
     as_pyramid: bool,
     job: &Job,
 ) -> Result<(), Failure> {
-    let (source, dest, options) = prepare(common, request, image, as_pyramid)?;
+    let (source, dest, options) = prepare(common, source, request, image, as_pyramid)?;
     let mut shown = Shown::new(common.quiet);
     let (what, build): (&str, BuildFn) = if as_pyramid {
         ("pyramid", build::pyramid)

@@ -19,7 +19,8 @@ const MIB: f64 = (1 << 20) as f64;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The array's or image's folder (holding zarr.json or .zarray), or an object-store URL.
+    /// The array's or image's folder (holding zarr.json or .zarray), an object-store URL,
+    /// or a TIFF file (a folder or glob of them) to convert.
     path: String,
     /// An object-store option, KEY=VALUE (repeat for several).
     #[arg(long = "storage-option")]
@@ -27,6 +28,9 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args, job: &Job) -> Result<(), Failure> {
+    if !args.path.contains("://") && shardwright_tiff::is_tiff_spec(&args.path) {
+        return crate::convert::describe(&args.path);
+    }
     let options = location::options(&args.storage_options)?;
     let location = Location::parse(&args.path, &options)?;
     if let Some(err) = location.not_an_array() {

@@ -6,6 +6,8 @@
 //! - `shardwright info PATH` describes an array or an OME-Zarr image;
 //! - `shardwright pyramid SRC DST --factors …` builds a multiscale OME-Zarr 0.5 pyramid;
 //! - `shardwright copy SRC DST` re-chunks and re-shards any Zarr v2/v3 array;
+//! - `shardwright convert SRC DST` turns a TIFF / OME-TIFF (or a folder of them) into an
+//!   OME-Zarr 0.5 image, carrying its pixel sizes and channels;
 //! - `shardwright check PATH` verifies every stored shard (and `--repair` mends them);
 //! - `shardwright bench` measures chunk-by-chunk writing against the compressor alone.
 
@@ -13,6 +15,7 @@ mod add_levels;
 mod bench;
 mod build;
 mod check;
+mod convert;
 mod data;
 mod demo;
 mod info;
@@ -66,6 +69,11 @@ enum Command {
     /// IMAGE, from level 0 read once (never written); after level 0 grew, extend every
     /// level with what it gained, rewriting only the shards the change reaches.
     AddLevels(add_levels::Args),
+    /// Convert a TIFF, BigTIFF or OME-TIFF file, a folder or glob of TIFF files, or any
+    /// array SRC to an OME-Zarr 0.5 image at DST in one pass, carrying the file's axes,
+    /// pixel sizes, units and channels (flags given override them); --levels 1 writes
+    /// level 0 only.
+    Convert(convert::Args),
 }
 
 /// Run the command line `args` (the program name first) and return the process exit code:
@@ -122,6 +130,7 @@ where
         Command::Bench(args) => bench::run(&args).map(|()| 0),
         Command::Check(args) => job.long(|| check::run(&args, &job)),
         Command::AddLevels(args) => job.long(|| add_levels::run(&args, &job)).map(|()| 0),
+        Command::Convert(args) => job.long(|| convert::run(&args, &job)).map(|()| 0),
     };
     match result {
         Ok(code) => code,

@@ -103,11 +103,15 @@ impl Location {
 }
 
 /// Open the array at `text` to read from: a shardwright-readable Zarr v3 array on any
-/// store, or (local folders) any Zarr v2 or v3 array zarrs reads.
+/// store, (local folders) any Zarr v2 or v3 array zarrs reads, or a TIFF file, a folder
+/// of TIFF files or a glob pattern of them.
 pub(crate) fn open_source(
     text: &str,
     options: &[(String, String)],
 ) -> Result<Box<dyn Source>, Failure> {
+    if !is_url(text) && shardwright_tiff::is_tiff_spec(text) {
+        return Ok(Box::new(shardwright_tiff::TiffSource::open(text)?));
+    }
     let location = Location::parse(text, options)?;
     if let Some(err) = location.not_an_array() {
         return Err(err);
@@ -138,9 +142,8 @@ pub(crate) fn open_source(
 /// A file named where an array's folder was expected, and how to convert it.
 pub(crate) fn not_a_folder(text: &str) -> String {
     format!(
-        "'{text}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); to \
-         convert a TIFF, read it with tifffile and pass the array to sw.copy or sw.pyramid \
-         (e.g. sw.pyramid(tifffile.memmap(path), ...) for an uncompressed TIFF)"
+        "'{text}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); a \
+         TIFF converts with: shardwright convert {text} DST"
     )
 }
 

@@ -23,6 +23,7 @@
 pub mod add_levels;
 pub mod add_levels_group;
 pub mod build;
+pub mod convert;
 pub mod downsample;
 pub(crate) mod driver;
 mod grain;
