@@ -34,8 +34,12 @@ pub(crate) struct Args {
     physical: crate::physical::Physical,
 }
 
-/// The source, and what its file says of the image (axes, then the physical metadata).
-fn open(common: &Common) -> Result<(Box<dyn Source>, Option<Vec<String>>, ImageMetadata), Failure> {
+/// A source opened, with what its file says of the image: its axes (where the file names
+/// them) and the physical metadata.
+type Opened = (Box<dyn Source>, Option<Vec<String>>, ImageMetadata);
+
+/// The source `common` names, and what its file says of the image.
+fn open(common: &Common) -> Result<Opened, Failure> {
     if !common.src.contains("://") && shardwright_tiff::is_tiff_spec(&common.src) {
         let tiff = shardwright_tiff::TiffSource::open(&common.src)?;
         let (axes, image) = (tiff.axes(), tiff.image_metadata());
