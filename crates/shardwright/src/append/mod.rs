@@ -49,6 +49,8 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::writer::{PendingCommit, ShardWriter};
 
+pub use image::ImageAppender;
+
 /// How many slabs past a listing-less store's end an appender looks for shards left
 /// there (a killed appender leaves at most the one it was storing).
 const SLABS_SWEPT: u64 = 2;
@@ -427,6 +429,9 @@ fn set_text(v: &mut [String], axis: usize, value: &str) {
     }
 }
 
+mod image;
+#[cfg(test)]
+mod image_tests;
 mod open;
 #[cfg(test)]
 mod tests;
