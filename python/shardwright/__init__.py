@@ -19,7 +19,7 @@ from . import (
     _reopen,  # noqa: F401  (registers how an Array pickles)
 )
 from ._add_levels import add_levels
-from ._appender import Appender
+from ._appender import Appender, ImageAppender
 from ._array import Array
 from ._check import CheckReport, check
 from ._check_group import GroupCheckReport
@@ -83,6 +83,7 @@ __all__ = [
     "DTypeError",
     "Domain",
     "GroupCheckReport",
+    "ImageAppender",
     "Levels",
     "NotAnArrayError",
     "NotDurableError",

@@ -179,3 +179,96 @@ class Appender:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"length={self.length}"
         return f"<Appender along axis {self._axis} of {self._array.path!s}: {state}>"
+
+
+class ImageAppender:
+    """Appends frames to level 0 of an image (from :meth:`Image.appender`), every coarser
+    level growing with it. A chain of appenders, one per level: level ``l + 1`` is fed by
+    level ``l``'s frames, gathered ``factors[axis]`` at a time and reduced with the
+    pyramid's own kernel, so each level equals :func:`sw.pyramid <shardwright.pyramid>`
+    of the final level 0 (a partial group at :meth:`close` reduces what exists, as the
+    pyramid does at an edge; a later appender remakes that frame when more come). Each
+    level's shards are stored once, and each level's shape grows only over its stored
+    slabs. Frames are checked as :meth:`Appender.append` checks them; :meth:`flush` and
+    :meth:`close` as there. The OME metadata (which names no shapes) stays valid, and
+    :func:`open_image` opens the result.
+
+    >>> import numpy as np, tempfile, shardwright as sw
+    >>> img = sw.create_image(tempfile.mkdtemp() + "/t.ome.zarr", shape=(1, 8, 8),
+    ...                       dtype="uint8", chunks=(2, 4, 4), shards=(4, 8, 8),
+    ...                       factors=(2, 2, 2), levels=2, axes="tyx")
+    >>> with img.appender(axis=0) as ap:
+    ...     ap.append(np.full((2, 8, 8), 10, "uint8"))   # frames 1 and 2 (frame 0 is unwritten)
+    >>> [a.shape for a in img.levels], img.levels[1][:, 0, 0].tolist()
+    ([(3, 8, 8), (2, 4, 4)], [5, 10])
+    """
+
+    def __init__(self, levels: Any, factors: Any, method: str, axis: int) -> None:
+        self._levels = levels
+        self._checker = Appender.__new__(Appender)
+        level0 = levels[0]
+        ndim = level0.ndim
+        if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+            raise ShapeError(f"cannot append along axis {axis}: the array has {ndim} dimensions")
+        axis = int(axis) % ndim
+        self._core = _core.ImageAppender.open(
+            [a._core for a in levels], list(factors), method, axis
+        )
+        self._checker._axis = axis
+        self._checker._dtype = level0.dtype
+        shape = tuple(levels[0]._core.shape)
+        self._checker._frame = shape[:axis] + shape[axis + 1 :]
+        self._axis = axis
+
+    @property
+    def axis(self) -> int:
+        """The axis appended along."""
+        return self._axis
+
+    @property
+    def length(self) -> int:
+        """The frames of level 0 along the axis so far."""
+        return int(self._core.length)
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Each level's shape once the frames so far are stored (the coarser levels
+        without the frames their partial groups make at :meth:`close`)."""
+        return [tuple(int(n) for n in s) for s in self._core.shapes]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return bool(self._core.closed)
+
+    def append(self, data: Any) -> None:
+        """Append one frame or a block of frames to level 0 (see
+        :meth:`Appender.append`); the coarser levels follow."""
+        self._core.append(self._checker._prepared(data))
+
+    def flush(self) -> None:
+        """Wait until every level's complete slabs are stored and shown."""
+        self._core.flush()
+
+    def close(self) -> None:
+        """Reduce each level's partial group, store every level's last slab and set the
+        exact shapes (the image's ``levels`` show them). A second call does nothing."""
+        cores = self._core.close()
+        if cores is not None:
+            for level, core in zip(self._levels, cores, strict=True):
+                level._set_core(core)
+
+    def __enter__(self) -> ImageAppender:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"length={self.length}"
+        return f"<ImageAppender along axis {self._axis}: {state}>"

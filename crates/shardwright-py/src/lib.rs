@@ -28,6 +28,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<appender::PyAppender>()?;
+    m.add_class::<appender::PyImageAppender>()?;
     m.add_class::<writer::PyShardWriter>()?;
     m.add_class::<writer::PyPendingCommit>()?;
     m.add_class::<grid::PyGridIter>()?;
