@@ -327,8 +327,12 @@ impl Appender {
         self.row = row;
         written?;
         let fill = self.array.layout().fill_value_bytes();
-        for element in self.row.chunks_exact_mut(self.elem) {
-            element.copy_from_slice(fill);
+        if fill.iter().all(|b| *b == 0) {
+            self.row.fill(0);
+        } else {
+            for element in self.row.chunks_exact_mut(self.elem) {
+                element.copy_from_slice(fill);
+            }
         }
         Ok(())
     }

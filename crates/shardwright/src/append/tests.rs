@@ -260,3 +260,25 @@ fn an_unsharded_array_appends_chunk_by_chunk() {
     let array = appender.finish().unwrap();
     assert_eq!(array.read(&array.bounds()).unwrap(), data);
 }
+
+#[test]
+fn past_the_last_frame_a_slab_holds_the_fill_value() {
+    let spec = ArraySpec::new(vec![0, 3], "uint8", vec![2, 3])
+        .shards(vec![4, 3])
+        .fill_value(serde_json::json!(5));
+    let array = Array::create(Arc::new(MemoryStore::new()), "a", &spec).unwrap();
+    let mut appender = array.appender(0).unwrap();
+    appender.append(&[1; 3], &[3]).unwrap();
+    appender.append(&[2; 6], &[2, 3]).unwrap(); // ends inside a row
+    assert_eq!(appender.finish().unwrap().layout().shape(), &[3, 3]);
+    // A new appender continues inside that row, into the next slab.
+    let mut appender = array.appender(0).unwrap();
+    appender.append(&[3; 9], &[3, 3]).unwrap();
+    let array = appender.finish().unwrap();
+    assert_eq!(array.layout().shape(), &[6, 3]);
+    let grown = array.resize(vec![8, 3]).unwrap(); // shows what lies past the end
+    let mut want = vec![1, 1, 1, 2, 2, 2, 2, 2, 2];
+    want.extend([3; 9]);
+    want.resize(24, 5);
+    assert_eq!(grown.read(&grown.bounds()).unwrap(), want);
+}
