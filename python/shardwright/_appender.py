@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from types import TracebackType
 from typing import Any
 
@@ -13,6 +14,8 @@ from ._errors import ShapeError
 from ._values import coerce, fit
 
 _THEN = "nothing was appended"
+# Array.append hands its data to the appender in slices of at most this many bytes.
+_SLICE_BYTES = 8 << 20
 
 
 class Appender:
@@ -146,9 +149,13 @@ class Appender:
         return fit(np.asarray(data), self._dtype, then=_THEN)
 
     def _append_fitted(self, value: np.ndarray) -> None:
-        """Append a block already checked to fit the dtype (cast here, a slice at a time)."""
-        step = max(1, int(self._array.chunks[self._axis]))
+        """Append a block already checked to fit the dtype, cast and copied a slice of at
+        most a few MiB at a time (the appender's row holds the frames until a chunk's
+        extent of them is complete)."""
         extent = value.shape[self._axis]
+        frame = value.shape[: self._axis] + value.shape[self._axis + 1 :]
+        frame_bytes = max(1, math.prod(frame) * self._dtype.itemsize)
+        step = max(1, min(int(self._array.chunks[self._axis]), _SLICE_BYTES // frame_bytes))
         for start in range(0, extent, step):
             part = value[(slice(None),) * self._axis + (slice(start, start + step),)]
             self._core.append(np.asarray(part, dtype=self._dtype))
