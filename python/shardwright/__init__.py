@@ -19,6 +19,7 @@ from . import (
     _reopen,  # noqa: F401  (registers how an Array pickles)
 )
 from ._add_levels import add_levels
+from ._appender import Appender, ImageAppender
 from ._array import Array
 from ._check import CheckReport, check
 from ._check_group import GroupCheckReport
@@ -71,6 +72,7 @@ def set_encoder_threads(threads: int) -> None:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Appender",
     "Array",
     "Image",
     "ArrayNotFoundError",
@@ -81,6 +83,7 @@ __all__ = [
     "DTypeError",
     "Domain",
     "GroupCheckReport",
+    "ImageAppender",
     "Levels",
     "NotAnArrayError",
     "NotDurableError",

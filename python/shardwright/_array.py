@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _oneshot, _pipeline
+from ._appender import Appender
 from ._assign import write_key, write_orthogonal, write_points
 from ._cells import Cells
 from ._domain import Domain
@@ -194,10 +195,11 @@ class Array(OpensOnFirstUse, ZarrNames):
         self._set_core(self._core.resize(new_shape(shape, self._shape)))
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow the array along ``axis`` by ``data``'s extent there and write ``data``
-        into the new part as ``a[...] = data`` writes (each touched shard stored once,
-        shard by shard from ``data``; refused data grows nothing); returns the new shape,
-        as zarr-python's ``append``.
+        """Grow the array along ``axis`` by ``data``'s extent there, writing ``data`` into
+        the new part (through an :meth:`appender`: each new shard stored once, and the
+        shape in ``zarr.json`` grown only over what is stored, so a reader or a crash
+        never sees fill values where ``data`` goes; refused data grows nothing); returns
+        the new shape, as zarr-python's ``append``.
 
         >>> import numpy as np, tempfile, shardwright as sw
         >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(0, 3), dtype="int16",
@@ -209,13 +211,34 @@ class Array(OpensOnFirstUse, ZarrNames):
         """
         self._check_writable("append")
         self._check_resizable("append")
-        axis, old, grown = appended_shape(data, axis, self._shape)
-        part = tuple(g - o if d == axis else g for d, (g, o) in enumerate(zip(grown, self._shape)))
-        region = Domain([old if d == axis else 0 for d in range(self.ndim)], part)
+        axis, _, grown = appended_shape(data, axis, self._shape)
+        part = tuple(
+            grown[axis] - self._shape[axis] if d == axis else g for d, g in enumerate(grown)
+        )
         value = _oneshot.prepare(data, self._dtype, part)  # refused data grows nothing
-        self.resize(grown)
-        _oneshot.write_prepared(self, region, value)
+        if isinstance(value, bytes):
+            value = np.frombuffer(value, dtype=self._dtype).reshape(())
+        with self.appender(axis) as appender:
+            appender._append_fitted(np.broadcast_to(value, part))
         return self._shape
+
+    def appender(self, axis: int = 0) -> Appender:
+        """An :class:`Appender` of frames along ``axis``, continuing from the stored
+        shape: frames appended as they are acquired, each shard stored once, the shape
+        grown only over whole stored slabs of shards (see :class:`Appender`).
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/acq.zarr", shape=(0, 4, 4), dtype="uint16",
+        ...               chunks=(2, 4, 4), shards=(4, 4, 4))
+        >>> with a.appender(axis=0) as ap:
+        ...     for t in range(6):
+        ...         ap.append(np.full((4, 4), t))
+        >>> a.shape, sw.open(a.path)[:, 0, 0].tolist()
+        ((6, 4, 4), [0, 1, 2, 3, 4, 5])
+        """
+        self._check_writable("appender")
+        self._check_resizable("appender")
+        return Appender(self, axis)
 
     def _within(self, within: Within) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         if within is None:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, _pipeline
+from ._appender import ImageAppender
 from ._array import Array
 from ._cells import Cells
 from ._domain import Domain
@@ -138,6 +139,38 @@ class Image:
         self.levels.stats = stats
         self.stats = stats
         return self.levels
+
+    def appender(self, axis: int = 0) -> ImageAppender:
+        """An :class:`ImageAppender` of frames along ``axis`` to level 0, every coarser
+        level growing with it (each equal to the pyramid of the final level 0),
+        continuing from level 0's shape. An open image is closed first (:meth:`close`:
+        its coarser levels completed, its OME metadata written), so plan it with the
+        frames written before appending (``create_image`` needs a shape with at least
+        one element: start it with the first frame or block, written through
+        ``img[0]``, or with a frame left unwritten, the fill value). A closed image is
+        opened again for its recorded factors and method, then closed.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/a.ome.zarr", shape=(2, 16, 16),
+        ...                       dtype="uint16", chunks=(2, 8, 8), shards=(4, 16, 16),
+        ...                       factors=(1, 2, 2), levels=2, axes="tyx")
+        >>> img[0][...] = 4
+        >>> with img.appender(axis=0) as ap:
+        ...     for t in range(3):
+        ...         ap.append(np.full((16, 16), t, "uint16"))
+        >>> [a.shape for a in img.levels], img.levels[1][:, 0, 0].tolist()
+        ([(5, 16, 16), (5, 8, 8)], [4, 4, 0, 1, 2])
+        """
+        if self._core.closed:
+            reopened = _core.Image.open(*engine_place(self._where))
+            factors, method = reopened.plan_settings()
+            arrays, self.stats = reopened.finish()
+            self.levels = self._wrap(arrays)
+            self.levels.stats = self.stats
+        else:
+            factors, method = self._core.plan_settings()
+            self.close()
+        return ImageAppender(self.levels, factors, method, axis)
 
     def abandon(self) -> None:
         """Stop without finishing: coarser shards being stored complete, nothing else

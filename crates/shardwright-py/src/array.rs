@@ -39,7 +39,7 @@ impl PyArray {
     }
 
     /// This array's place, holding `inner` (its metadata rewritten).
-    fn edited(&self, inner: Array) -> Self {
+    pub(crate) fn edited(&self, inner: Array) -> Self {
         Self {
             inner,
             root: self.root.clone(),

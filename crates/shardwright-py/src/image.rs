@@ -174,6 +174,14 @@ impl PyImage {
             .collect())
     }
 
+    /// The downsampling factors and the method's name, as the plan has them.
+    fn plan_settings(&self, py: Python<'_>) -> PyResult<(Vec<u64>, String)> {
+        self.with(py, |image| {
+            let plan = image.plan();
+            Ok((plan.factors.clone(), plan.method.name().to_string()))
+        })
+    }
+
     /// Level 0's shards not stored yet, as `(origin, shape, index)`, in the order that
     /// completes the coarser levels' blocks soonest.
     fn shards_in_order(&self, py: Python<'_>) -> PyResult<Vec<Cell>> {

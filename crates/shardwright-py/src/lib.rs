@@ -6,6 +6,7 @@
 //! crosses into Python.
 
 mod add_levels;
+mod appender;
 mod array;
 mod check;
 mod destination;
@@ -26,6 +27,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
+    m.add_class::<appender::PyAppender>()?;
+    m.add_class::<appender::PyImageAppender>()?;
     m.add_class::<writer::PyShardWriter>()?;
     m.add_class::<writer::PyPendingCommit>()?;
     m.add_class::<grid::PyGridIter>()?;

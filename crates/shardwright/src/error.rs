@@ -63,6 +63,19 @@ pub enum Error {
         /// The bytes given.
         got: usize,
     },
+    /// A frame (or block of frames) given to an [`Appender`](crate::append::Appender)
+    /// whose shape is not the array's shape across the axis appended along.
+    #[error("a frame appended along axis {axis} must have shape {frame:?} (a block of k frames: {block}); got shape {got:?}")]
+    FrameShape {
+        /// The axis appended along.
+        axis: usize,
+        /// The shape of one frame (the array's shape without `axis`).
+        frame: Vec<u64>,
+        /// The shape of a block of `k` frames, written out.
+        block: String,
+        /// The shape given.
+        got: Vec<u64>,
+    },
     /// Other writers kept changing a shard this writer was merging with.
     #[error("conflict on shard '{key}': another writer changed it during each of {attempts} attempts to merge with it")]
     Conflict {
@@ -122,6 +135,7 @@ impl Error {
             Error::Domain(_)
             | Error::DataLength { .. }
             | Error::NotAnInnerChunk { .. }
+            | Error::FrameShape { .. }
             | Error::Layout(LayoutError::Shape(_)) => ErrorKind::Shape,
             Error::Layout(LayoutError::Unsupported(_)) => ErrorKind::Unsupported,
             Error::Format(FormatError::Corrupt(_)) => ErrorKind::CorruptShard,

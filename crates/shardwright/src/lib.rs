@@ -49,11 +49,13 @@
 //! | [`array`] / [`read`] | [`Array`]: open/create, iterate shards, make writers, read back |
 //! | [`check`] / `edit` | an fsck: every stored shard's index and chunks verified, damaged ones mended; resizing |
 //! | [`pyramid`] | multiscale pyramids and copies in one pass: plans, kernels, the driver, OME metadata, levels over an existing level 0 |
+//! | [`append`] | [`append::Appender`]: frames appended along an axis, each slab of shards stored once, then shown |
 //! | [`image`] | [`image::Image`]: an image whose coarser levels fill as level 0's shards are stored |
 //!
 //! Lower layers never use higher ones (the writer layer's [`ShardObserver`] is how a layer
 //! above learns what is written without the writer knowing it).
 
+pub mod append;
 pub mod array;
 pub mod buffer;
 pub mod check;
@@ -69,6 +71,7 @@ pub mod store;
 pub mod txn;
 pub mod writer;
 
+pub use append::Appender;
 pub use array::Array;
 pub use domain::{Domain, Grid};
 pub use error::{panic_message, Error, ErrorKind, Result};

@@ -18,6 +18,25 @@ impl PendingCommit {
         &self.shard
     }
 
+    /// Whether the commit has ended (so [`wait`](Self::wait) returns at once).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let array = Array::create(Arc::new(MemoryStore::new()), "", &ArraySpec::new(vec![2], "uint8", vec![2])).unwrap();
+    /// let pending = array.shard_writer(&array.shard(&[0]).unwrap()).unwrap().commit_background();
+    /// while !pending.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(pending.wait().unwrap().puts, 0); // nothing was written
+    /// ```
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.handle
+            .as_ref()
+            .map_or(true, std::thread::JoinHandle::is_finished)
+    }
+
     /// Wait for the commit and return its outcome.
     ///
     /// # Errors

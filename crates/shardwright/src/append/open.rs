@@ -1,0 +1,100 @@
+//! Opening an appender: where it continues, and clearing what lies past the shape.
+
+use super::{set, Appender, SLABS_LISTED, SLABS_SWEPT};
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::layout::object_text::ObjectText;
+use crate::layout::{Layout, LayoutError};
+
+impl Appender {
+    pub(super) fn open(array: &Array, axis: usize) -> Result<Self> {
+        let array =
+            Array::open(array.store().clone(), array.path())?.with_options(array.options().clone());
+        let layout = array.layout();
+        let ndim = layout.ndim();
+        if axis >= ndim {
+            return Err(Error::Layout(LayoutError::Shape(format!(
+                "cannot append along axis {axis}: the array has {ndim} dimensions"
+            ))));
+        }
+        let at = |v: &[u64]| v.get(axis).copied().unwrap_or(1).max(1);
+        let (shard_len, chunk_len) = (at(layout.shard_shape()), at(layout.chunk_shape()));
+        let length = layout.shape().get(axis).copied().unwrap_or(0);
+        let mut frame = layout.shape().to_vec();
+        set(&mut frame, axis, 1);
+        let row_elements = frame.iter().product::<u64>().saturating_mul(chunk_len);
+        let row = crate::buffer::filled(row_elements, layout.fill_value_bytes())?;
+        let mut appender = Self {
+            elem: layout.element_size(),
+            array,
+            axis,
+            frame,
+            shard_len,
+            chunk_len,
+            length,
+            shown: length,
+            row,
+            from: length,
+            slab: None,
+            storing: None,
+            failed: None,
+        };
+        appender.clear_past_end()?;
+        Ok(appender)
+    }
+
+    /// The array as if its shape reached `end` along the axis (nothing is stored).
+    pub(super) fn reaching(&self, end: u64) -> Result<Array> {
+        let layout = self.array.layout();
+        let mut shape = layout.shape().to_vec();
+        set(&mut shape, self.axis, end);
+        let owned;
+        let text = match layout.json() {
+            Some(text) => text,
+            None => {
+                owned = serde_json::to_string(layout.metadata())
+                    .map_err(|e| LayoutError::Invalid(e.to_string()))?;
+                &owned
+            }
+        };
+        let top = ObjectText::parse(text).map_err(LayoutError::Invalid)?;
+        let shape = serde_json::Value::from(shape).to_string();
+        let edited = top.edit(&[("shape".into(), shape)], &[], "");
+        Ok(self
+            .array
+            .with_layout(Layout::from_json(edited.as_bytes())?))
+    }
+
+    /// At opening: delete the shards stored wholly past the shape, and set the elements
+    /// past it in the slab it ends in to the fill value (committed with that slab).
+    fn clear_past_end(&mut self) -> Result<()> {
+        let first = self.length.div_ceil(self.shard_len);
+        let far = first
+            .saturating_add(SLABS_LISTED)
+            .saturating_mul(self.shard_len);
+        // (an extent the format cannot hold: no listing, the slabs past the end are swept)
+        let listed = match self.reaching(far) {
+            Ok(wide) => wide.stored_shards()?.map(|stored| (wide, stored)),
+            Err(_) => None,
+        };
+        if let Some((wide, stored)) = listed {
+            for index in stored {
+                if index.get(self.axis).is_some_and(|i| *i >= first) {
+                    wide.store().delete(&wide.shard_key(&index))?;
+                }
+            }
+        } else {
+            let end = (first + SLABS_SWEPT) * self.shard_len;
+            let near = self.reaching(end)?;
+            for shard in near.shards_meeting(&self.between(first * self.shard_len, end)) {
+                let index = shard.index().map(<[u64]>::to_vec).unwrap_or_default();
+                near.store().delete(&near.shard_key(&index))?;
+            }
+        }
+        if !self.length.is_multiple_of(self.shard_len) {
+            let end = first * self.shard_len;
+            self.fill(&self.between(self.length, end))?;
+        }
+        Ok(())
+    }
+}
