@@ -31,6 +31,8 @@ LAYOUTS = [
     ("bigtiff-float", (2, 20, 30), "float32", {"bigtiff": True}),
     ("big-endian-int32", (20, 30), "int32", {"byteorder": ">"}),
     ("float64", (20, 30), "float64", {"compression": "zlib"}),
+    ("miniswhite", (20, 30), "uint16", {"photometric": "miniswhite"}),
+    ("float-predictor", (2, 20, 30), "float32", {"compression": "zlib", "predictor": 3}),
 ]
 
 
@@ -39,7 +41,8 @@ LAYOUTS = [
 )
 def test_reads_what_tifffile_reads(tmp_path: Path, name, shape, dtype, options):
     path = tmp_path / f"{name}.tif"
-    tifffile.imwrite(path, ramp(shape, dtype), photometric="minisblack", **options)
+    options = {"photometric": "minisblack", **options}
+    tifffile.imwrite(path, ramp(shape, dtype), **options)
     source, info = _core.open_tiff(str(path))
     want = tifffile.imread(path)
     assert source.shape == list(want.shape) and source.dtype == want.dtype.name
@@ -60,6 +63,17 @@ def test_rgb_chunky_and_planar_have_a_channel_axis(tmp_path: Path):
         source, info = _core.open_tiff(str(tmp_path / name))
         assert info["axes"] == ["c", "y", "x"]
         np.testing.assert_array_equal(read_all(source), np.moveaxis(rgb, -1, 0))
+
+
+def test_rgb_jpeg_is_rgb_close_to_what_libjpeg_decodes(tmp_path: Path):
+    rgb = ramp((32, 48, 3), "uint8")
+    path = tmp_path / "jpeg.tif"
+    tifffile.imwrite(path, rgb, photometric="rgb", compression="jpeg")
+    source, info = _core.open_tiff(str(path))
+    assert info["axes"] == ["c", "y", "x"]
+    got = read_all(source).astype(int)
+    want = np.moveaxis(tifffile.imread(path), -1, 0).astype(int)
+    assert np.abs(got - want).max() <= 3
 
 
 def test_ome_tiff_metadata(tmp_path: Path):
