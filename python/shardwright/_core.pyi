@@ -214,6 +214,28 @@ class Source:
     def shape(self) -> list[int]: ...
     @property
     def dtype(self) -> str: ...
+    def read(self, origin: list[int], shape: list[int]) -> npt.NDArray[np.uint8]:
+        """The region's raw elements (C order, native endian) as a flat uint8 array."""
+
+def open_tiff(spec: str) -> tuple[Source, dict[str, Any]]:
+    """A TIFF / BigTIFF / OME-TIFF / ImageJ file, a folder of TIFF files or a glob pattern
+    of them, as a ``Source``, with ``{"axes", "scale", "units", "channels"}`` (the last
+    three ``None`` when the files say nothing of them; ``channels``: a list of
+    ``{"label", "color"}``). Errors: ``UnsupportedError`` (not a TIFF, a compression or
+    sample layout not supported), ``ShapeError`` (pages or files that differ),
+    ``ArrayNotFoundError`` (no TIFF files), ``ShardwrightError`` (I/O, bad metadata).
+
+    >>> import os, tempfile
+    >>> import numpy as np, tifffile
+    >>> from shardwright import _core
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.tif")
+    >>> tifffile.imwrite(path, np.arange(12, dtype="uint16").reshape(3, 4))
+    >>> source, info = _core.open_tiff(str(path))
+    >>> info["axes"], source.shape, source.dtype
+    (['y', 'x'], [3, 4], 'uint16')
+    >>> source.read([1, 0], [1, 4]).view("uint16").tolist()
+    [4, 5, 6, 7]
+    """
 
 class Image:
     """An image being written; ``finish`` or ``abandon`` ends it."""

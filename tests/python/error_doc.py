@@ -25,6 +25,7 @@ ENUMS = {  # the Rust error types the doc lists, and where they are defined
     "StoreError": "store/mod.rs",
     "PyramidError": "pyramid/mod.rs",
     "DownsampleError": "pyramid/downsample/mod.rs",
+    "TiffError": "../../shardwright-tiff/src/error.rs",
 }
 
 # --------------------------------------------------------------------------------------

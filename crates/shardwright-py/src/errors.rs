@@ -18,8 +18,14 @@ fn exception(py: Python<'_>, class: &str, message: String) -> PyErr {
 
 /// The Python exception for an engine error.
 pub(crate) fn to_py(err: Error) -> PyErr {
+    of_kind(err.kind(), err.to_string())
+}
+
+/// The Python exception of an error of `kind` (the class `to_py` gives an engine error of
+/// that kind), with `message`.
+pub(crate) fn of_kind(kind: ErrorKind, message: String) -> PyErr {
     Python::attach(|py| {
-        let class = match err.kind() {
+        let class = match kind {
             ErrorKind::Shape => "ShapeError",
             ErrorKind::Bounds => "BoundsError",
             ErrorKind::Unsupported => "UnsupportedError",
@@ -31,7 +37,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
             ErrorKind::NotDurable => "NotDurableError",
             ErrorKind::Other => "ShardwrightError",
         };
-        exception(py, class, err.to_string())
+        exception(py, class, message)
     })
 }
 

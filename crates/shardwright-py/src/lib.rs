@@ -18,6 +18,7 @@ mod pyramid;
 mod pystore;
 mod shared;
 mod tasks;
+mod tiff;
 mod txn;
 mod writer;
 
@@ -40,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyramid::build, m)?)?;
     m.add_function(wrap_pyfunction!(add_levels::add_levels, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
+    m.add_function(wrap_pyfunction!(tiff::open_tiff, m)?)?;
     m.add_function(wrap_pyfunction!(
         destination::remove_folder_to_overwrite,
         m

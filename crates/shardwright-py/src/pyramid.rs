@@ -90,7 +90,7 @@ impl PySource {
     }
 }
 
-fn native(inner: impl Source + 'static) -> PySource {
+pub(crate) fn native(inner: impl Source + 'static) -> PySource {
     PySource {
         inner: Arc::new(inner),
         raised: Arc::default(),
@@ -197,6 +197,27 @@ impl PySource {
     #[getter]
     fn dtype(&self) -> String {
         self.inner.data_type()
+    }
+
+    /// Read a region as a flat uint8 numpy array of its raw elements (C order, native
+    /// endian).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Vec<u64>,
+        shape: Vec<u64>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<u8>>> {
+        guard(|| {
+            let region = Domain::try_new(origin, shape)
+                .map_err(shardwright::Error::from)
+                .py()?;
+            let inner = Arc::clone(&self.inner);
+            let bytes = py
+                .detach(|| inner.read(&region))
+                .map_err(shardwright::Error::from)
+                .py()?;
+            Ok(numpy::PyArray1::from_vec(py, bytes))
+        })
     }
 }
 

@@ -18,7 +18,7 @@ use shardwright::ErrorKind;
 pub enum TiffError {
     /// A file without a TIFF or BigTIFF header (kind `Unsupported`: a format this source
     /// does not read).
-    #[error("'{path}' is not a TIFF file: expected a TIFF or BigTIFF header (II*\\0, MM\\0*, II+\\0 or MM\\0+), found {found}")]
+    #[error("'{path}' is not a TIFF file: expected a TIFF or BigTIFF header ('II' or 'MM', then 42 or 43), found {found}")]
     NotTiff {
         /// The file.
         path: String,

@@ -88,6 +88,8 @@ pub(crate) struct Page {
     /// Its strip or tile size (width, height); a strip is the image's width wide.
     pub(crate) chunk: (u32, u32),
     pub(crate) description: Option<String>,
+    /// PhotometricInterpretation: 0 (WhiteIsZero) is given as stored, 6 (YCbCr) as RGB.
+    pub(crate) photometric: u16,
     /// XResolution, YResolution and ResolutionUnit.
     pub(crate) resolution: Option<(f64, f64, u16)>,
 }
@@ -229,10 +231,56 @@ impl TiffFile {
         let len = w as usize * h as usize * page.chunk_samples() * page.dtype.size();
         let mut data = vec![0; len];
         decoder.read_chunk_bytes(chunk, &mut data).map_err(fail)?;
+        match page.photometric {
+            // The tiff crate inverts WhiteIsZero samples: give them as stored (as tifffile
+            // and Bio-Formats do).
+            0 => uninvert(&mut data, page.dtype),
+            // It leaves JPEG's YCbCr as is: convert to RGB (JFIF's full-range transform).
+            6 => ycbcr_to_rgb(&mut data),
+            _ => {}
+        }
         if let Ok(mut pool) = self.pool.lock() {
             pool.push((decoder, page.ifd));
         }
         Ok(data)
+    }
+}
+
+/// Undo the tiff crate's inversion of WhiteIsZero samples.
+fn uninvert(data: &mut [u8], dtype: DataType) {
+    match dtype {
+        DataType::F32 => {
+            for x in data.chunks_exact_mut(4) {
+                let v = f32::from_ne_bytes([x[0], x[1], x[2], x[3]]);
+                x.copy_from_slice(&(1.0 - v).to_ne_bytes());
+            }
+        }
+        DataType::F64 => {
+            for x in data.chunks_exact_mut(8) {
+                let mut b = [0; 8];
+                b.copy_from_slice(x);
+                x.copy_from_slice(&(1.0 - f64::from_ne_bytes(b)).to_ne_bytes());
+            }
+        }
+        DataType::U8 | DataType::U16 | DataType::U32 | DataType::U64 => {
+            for x in data.iter_mut() {
+                *x = !*x;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// 8-bit interleaved YCbCr to RGB, in place (ITU-R BT.601 full range, as JFIF).
+fn ycbcr_to_rgb(data: &mut [u8]) {
+    for pixel in data.chunks_exact_mut(3) {
+        let y = f32::from(pixel[0]);
+        let cb = f32::from(pixel[1]) - 128.0;
+        let cr = f32::from(pixel[2]) - 128.0;
+        let clamp = |v: f32| v.round().clamp(0.0, 255.0) as u8;
+        pixel[0] = clamp(y + 1.402 * cr);
+        pixel[1] = clamp(y - 0.344_136 * cb - 0.714_136 * cr);
+        pixel[2] = clamp(y + 1.772 * cb);
     }
 }
 
@@ -286,6 +334,22 @@ fn page(decoder: &mut Reader, path: &Path, ifd: usize, first: bool) -> Result<Pa
         .find_tag_unsigned::<u16>(Tag::PlanarConfiguration)
         .map_err(tags)?
         == Some(2);
+    let photometric: u16 = decoder
+        .find_tag_unsigned(Tag::PhotometricInterpretation)
+        .map_err(tags)?
+        .unwrap_or(1);
+    if photometric == 6 && (dtype, samples, planar) != (DataType::U8, 3, false) {
+        return Err(TiffError::SampleLayout {
+            path: show,
+            page: ifd,
+            found: format!(
+                "YCbCr pixels of {samples} {} sample(s){}; YCbCr is read as 3 interleaved \
+                 8-bit samples only",
+                dtype.name(),
+                if planar { " in separate planes" } else { "" }
+            ),
+        });
+    }
     let (width, height) = decoder.dimensions().map_err(tags)?;
     let (cw, ch) = decoder.chunk_dimensions();
     let chunk = match decoder.get_chunk_type() {
@@ -333,6 +397,7 @@ fn page(decoder: &mut Reader, path: &Path, ifd: usize, first: bool) -> Result<Pa
         planar,
         chunk,
         description,
+        photometric,
         resolution,
     })
 }

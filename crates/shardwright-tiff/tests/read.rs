@@ -33,6 +33,7 @@ const CASES: &[Case] = &[
     ("bigtiff.tif", "zyx", &[3, 40, 50], "uint16", &[1, 16, 50]),
     ("bigendian.tif", "zyx", &[2, 40, 50], "uint16", &[1, 16, 16]),
     ("float32.tif", "yx", &[20, 30], "float32", &[20, 30]),
+    ("miniswhite.tif", "yx", &[20, 30], "uint16", &[20, 30]),
     ("int16.tif", "zyx", &[2, 20, 30], "int16", &[1, 5, 30]),
     ("rgb_chunky.tif", "cyx", &[3, 20, 30], "uint8", &[3, 20, 30]),
     ("rgb_planar.tif", "cyx", &[3, 20, 30], "uint8", &[1, 6, 30]),
@@ -140,6 +141,24 @@ fn jpeg_decodes_close_to_tifffile() {
     for (row, chunk) in part.chunks(33).enumerate() {
         assert_eq!(chunk, &got[(9 + row) * 64 + 17..][..33]);
     }
+}
+
+#[test]
+fn rgb_jpeg_ycbcr_decodes_to_rgb_close_to_tifffile() {
+    let source = TiffSource::open(&data("jpeg_rgb.tif")).unwrap();
+    assert_eq!(source.axes(), ["c", "y", "x"]);
+    let got = source.read(&Domain::from_shape(vec![3, 32, 32])).unwrap();
+    let want = std::fs::read(data("jpeg_rgb.expected.bin")).unwrap();
+    let worst = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| a.abs_diff(*b))
+        .max()
+        .unwrap();
+    assert!(
+        worst <= 3,
+        "largest difference from libjpeg's decoding: {worst}"
+    );
 }
 
 #[test]

@@ -69,6 +69,12 @@ def main():
     jpeg = values("yx", (64, 64), "uint8")
     tifffile.imwrite(HERE / "jpeg.tif", jpeg, compression="jpeg", compressionargs={"level": 95})
     (HERE / "jpeg.expected.bin").write_bytes(tifffile.imread(HERE / "jpeg.tif").tobytes())
+    rgb = values("yxc", (32, 32, 3), "uint8")
+    tifffile.imwrite(HERE / "jpeg_rgb.tif", rgb, photometric="rgb", compression="jpeg")
+    (HERE / "jpeg_rgb.expected.bin").write_bytes(
+        np.moveaxis(tifffile.imread(HERE / "jpeg_rgb.tif"), -1, 0).tobytes()
+    )
+    write("miniswhite.tif", "yx", (20, 30), "uint16", photometric="miniswhite")
     ome_meta = {
         "axes": "TCZYX",
         "PhysicalSizeX": 0.406,
