@@ -23,7 +23,10 @@
 //!   each task with its own decoder from a per-file pool; the output is native endian.
 //! - **Data types**: 8 to 64-bit unsigned and signed integers, 32 and 64-bit floats.
 //!   Compressions: none, LZW, deflate, zstd, packbits, JPEG (what the `tiff` crate
-//!   decodes; others are a [`TiffError::Compression`]).
+//!   decodes; others are a [`TiffError::Compression`]). Samples come out as stored,
+//!   except JPEG's YCbCr, converted to RGB; WhiteIsZero samples are not inverted.
+//! - **Folders and patterns** are stacked even when they hold one file (a leading axis
+//!   of size 1), so that a growing folder keeps its axes.
 //!
 //! ```
 //! use shardwright::pyramid::source::Source;

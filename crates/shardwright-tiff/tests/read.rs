@@ -34,6 +34,14 @@ const CASES: &[Case] = &[
     ("bigendian.tif", "zyx", &[2, 40, 50], "uint16", &[1, 16, 16]),
     ("float32.tif", "yx", &[20, 30], "float32", &[20, 30]),
     ("miniswhite.tif", "yx", &[20, 30], "uint16", &[20, 30]),
+    (
+        "ome_pyramid.ome.tif",
+        "zyx",
+        &[2, 32, 32],
+        "uint16",
+        &[1, 32, 32],
+    ),
+    ("reduced.tif", "yx", &[20, 30], "uint16", &[20, 30]),
     ("int16.tif", "zyx", &[2, 20, 30], "int16", &[1, 5, 30]),
     ("rgb_chunky.tif", "cyx", &[3, 20, 30], "uint8", &[3, 20, 30]),
     ("rgb_planar.tif", "cyx", &[3, 20, 30], "uint8", &[1, 6, 30]),
@@ -158,6 +166,39 @@ fn rgb_jpeg_ycbcr_decodes_to_rgb_close_to_tifffile() {
     assert!(
         worst <= 3,
         "largest difference from libjpeg's decoding: {worst}"
+    );
+}
+
+#[test]
+fn a_read_decodes_only_the_tiles_it_meets() {
+    // Break the first zstd frame only (tile 0 of page 0): regions away from it still read.
+    let mut bytes = std::fs::read(data("tiled_zstd.tif")).unwrap();
+    let first = bytes
+        .windows(4)
+        .position(|w| w == [0x28, 0xB5, 0x2F, 0xFD])
+        .unwrap();
+    for b in &mut bytes[first + 6..first + 30] {
+        *b = 0xA5;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("one_bad_tile.tif");
+    std::fs::write(&path, bytes).unwrap();
+    let source = TiffSource::open(path.to_str().unwrap()).unwrap();
+    let axes = names("zyx");
+    for region in [
+        Domain::new(vec![1, 0, 0], vec![1, 64, 96]),
+        Domain::new(vec![0, 32, 0], vec![1, 32, 96]),
+        Domain::new(vec![0, 0, 32], vec![2, 64, 64]),
+    ] {
+        let got = source.read(&region).unwrap();
+        assert!(got == expected(&axes, &region, "uint16"), "{region}");
+    }
+    let err = source
+        .read(&Domain::new(vec![0, 31, 31], vec![1, 2, 2]))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot decode chunk 0 of page 0"),
+        "{err}"
     );
 }
 

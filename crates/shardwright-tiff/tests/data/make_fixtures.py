@@ -75,6 +75,15 @@ def main():
         np.moveaxis(tifffile.imread(HERE / "jpeg_rgb.tif"), -1, 0).tobytes()
     )
     write("miniswhite.tif", "yx", (20, 30), "uint16", photometric="miniswhite")
+    # an OME-TIFF pyramid: level 1 in SubIFDs, which the source leaves out
+    full = values("zyx", (2, 32, 32), "uint16")
+    with tifffile.TiffWriter(HERE / "ome_pyramid.ome.tif", ome=True) as tw:
+        tw.write(full, subifds=1, metadata={"axes": "ZYX"}, photometric="minisblack")
+        tw.write(full[:, ::2, ::2], subfiletype=1, photometric="minisblack")
+    # a reduced-resolution page (NewSubfileType 1) after the full one
+    with tifffile.TiffWriter(HERE / "reduced.tif") as tw:
+        tw.write(values("yx", (20, 30), "uint16"), photometric="minisblack")
+        tw.write(values("yx", (10, 15), "uint16"), subfiletype=1, photometric="minisblack")
     ome_meta = {
         "axes": "TCZYX",
         "PhysicalSizeX": 0.406,
