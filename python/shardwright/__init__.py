@@ -23,6 +23,7 @@ from ._appender import Appender, ImageAppender
 from ._array import Array
 from ._check import CheckReport, check
 from ._check_group import GroupCheckReport
+from ._convert import convert
 from ._domain import Domain
 from ._errors import (
     ArrayNotFoundError,
@@ -98,6 +99,7 @@ __all__ = [
     "__version__",
     "add_levels",
     "check",
+    "convert",
     "copy",
     "create",
     "create_array",

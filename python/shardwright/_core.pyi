@@ -289,6 +289,21 @@ def build(
     ``compression_level``, ``axes``, ``name``, ``units``, ``scale``, ``translation``,
     ``channels`` as ``(label, color)`` pairs)."""
 
+def default_factors(axes: list[str], scale: list[float] | None = None) -> list[int]:
+    """The downsampling factors ``sw.convert`` uses when none are given: 2 along ``y``
+    and ``x``, along ``z`` unless its pixel size is more than twice ``x``'s, 1 elsewhere.
+
+    >>> default_factors(["z", "y", "x"], [2.0, 0.406, 0.406])
+    [1, 2, 2]
+    """
+
+def is_tiff_spec(text: str) -> bool:
+    """Whether ``text`` names a TIFF file, a folder of TIFF files or a glob of them.
+
+    >>> is_tiff_spec("/no/such/file.zarr")
+    False
+    """
+
 def add_levels(
     root: str | None,
     url: str | None,

@@ -124,15 +124,14 @@ def _group_error(where: str) -> Iterator[None]:
 
 def not_a_folder(path: Path) -> NotAnArrayError:
     """The error for a file (a TIFF, say) named where an array's folder was expected, with
-    how to convert it.
+    how a TIFF converts.
 
     >>> print(not_a_folder(Path("stack.tif")))  # doctest: +ELLIPSIS
     'stack.tif' is a file, not a Zarr array (a folder holding zarr.json or .zarray); ...
     """
     return NotAnArrayError(
-        f"'{path}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); to "
-        "convert a TIFF, read it with tifffile and pass the array to sw.copy or sw.pyramid "
-        "(e.g. sw.pyramid(tifffile.memmap(path), ...) for an uncompressed TIFF)"
+        f"'{path}' is a file, not a Zarr array (a folder holding zarr.json or .zarray); a "
+        "TIFF converts with sw.convert(path, dest) (sw.copy and sw.pyramid read TIFFs too)"
     )
 
 

@@ -72,7 +72,7 @@ def _dtype_name(dtype: Any) -> str:
         raise DTypeError(f"the source's dtype {dtype!r} is not a numpy dtype") from err
 
 
-def _options_for(target: Any, storage_options: Mapping[str, Any] | None) -> Any:
+def options_for(target: Any, storage_options: Mapping[str, Any] | None) -> Any:
     """``storage_options`` where ``target`` is an object-store URL (they serve the source
     and the destination alike), else ``None``."""
     text = os.fspath(target) if isinstance(target, (str, os.PathLike)) else ""
@@ -97,13 +97,13 @@ def side_options(
     ({'region': 'y'}, {'region': 'x'})
     """
     if source_storage_options is not None:
-        src = _options_for(source, source_storage_options)
+        src = options_for(source, source_storage_options)
         if src is None:
             raise TypeError(
                 "source_storage_options are for a source that is an object-store URL "
                 f"(s3://, gs://, az://, ...); the source is {_described(source)}"
             )
-        dst = _options_for(dest, storage_options)
+        dst = options_for(dest, storage_options)
         if storage_options and dst is None:
             raise TypeError(
                 "storage_options are for an object-store URL destination when "
@@ -111,7 +111,7 @@ def side_options(
                 f"{_described(dest)}"
             )
         return src, dst
-    src, dst = _options_for(source, storage_options), _options_for(dest, storage_options)
+    src, dst = options_for(source, storage_options), options_for(dest, storage_options)
     if storage_options and src is None and dst is None:
         raise TypeError("storage_options are for object-store URLs (s3://, gs://, az://, ...)")
     return src, dst
@@ -123,13 +123,19 @@ def _described(target: Any) -> str:
     return f"a {type(target).__name__}"
 
 
-def _source(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
+def engine_source_of(source: Any, storage_options: Mapping[str, Any] | None) -> Any:
     """The engine's view of ``source``: native when it is a path, URL, shardwright or
-    zarr array the engine reads itself, otherwise sliced through Python."""
+    zarr array the engine reads itself (a TIFF file, folder or glob of them included),
+    otherwise sliced through Python."""
+    if isinstance(source, _core.Source):
+        return source
     if isinstance(source, Array):
         return _core.Source.of_array(source._core)
     if isinstance(source, (str, os.PathLike)):
-        where = resolve(source, _options_for(source, storage_options), None)
+        text = os.fspath(source)
+        if "://" not in text and _core.is_tiff_spec(text):
+            return _core.open_tiff(text)[0]
+        where = resolve(source, options_for(source, storage_options), None)
     elif type(source).__module__.startswith("zarr") and type(source).__name__ == "Array":
         if source.metadata.zarr_format == 2 and not _is_local(source):
             return _sliced(source)
@@ -305,22 +311,26 @@ def prepare(
     scale: Sequence[float] | None = None,
     translation: Sequence[float] | None = None,
     channels: Sequence[ChannelSpec] | None = None,
+    overlap_source: Any = None,
 ) -> tuple[Any, Location, tuple[Any, ...]]:
     """What the engine needs to build ``kind`` (``"pyramid"`` or ``"copy"``) of
     ``source`` at ``dest``, checked: the engine's source, where ``dest`` is, and the
     arguments ``_core.build`` and ``_core.PyramidTasks.prepare`` take after the source
-    (the destination, the settings as one dict, ``resume`` and ``overwrite``)."""
+    (the destination, the settings as one dict, ``resume`` and ``overwrite``).
+    ``overlap_source``: what the user named as the source, when ``source`` is the
+    engine's reader of it already (``overwrite`` must not delete it)."""
+    named = source if overlap_source is None else overlap_source
     if overwrite and resume:
         raise ValueError("overwrite=True and resume=True contradict each other: choose one")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
         raise ShapeError(f"levels must be an integer of at least 1 (or None); got {levels!r}")
     if not isinstance(method, str):
         raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
-    src_options, dst_options = side_options(source, dest, storage_options, source_storage_options)
-    core_source = _source(source, src_options)
+    src_options, dst_options = side_options(named, dest, storage_options, source_storage_options)
+    core_source = engine_source_of(source, src_options)
     if overwrite:
         refuse_overwriting_the_source(
-            source, dest, None, lambda t, _: src_options if t is source else dst_options
+            named, dest, None, lambda t, _: src_options if t is named else dst_options
         )
     where = resolve(dest, dst_options, None)
     settings = engine_settings(
@@ -339,7 +349,7 @@ def prepare(
     return core_source, where, arguments
 
 
-def _build(
+def build_levels(
     kind: str,
     source: Any,
     dest: Any,
@@ -347,6 +357,9 @@ def _build(
     progress: bool | Callable[[dict[str, Any]], Any],
     **settings: Any,
 ) -> Levels:
+    """Build ``kind`` (``"pyramid"`` or ``"copy"``) of ``source`` at ``dest`` with the
+    settings :func:`prepare` takes, showing ``progress``; the level arrays with ``.stats``.
+    """
     core_source, where, arguments = prepare(kind, source, dest, **settings)
     callback, close = _progress_handler(progress)
     try:
@@ -463,7 +476,7 @@ def pyramid(
     >>> scale["scale"], shift["translation"], ome["omero"]["channels"][1]["label"]
     ([1.0, 1.0, 1.0], [0.0, 0.25, 0.25], 'GFP')
     """
-    return _build(
+    return build_levels(
         "pyramid",
         source,
         dest,
@@ -515,7 +528,7 @@ def copy(
     >>> a.shards, int(a[9, 9])
     ((8, 8), 1)
     """
-    levels = _build(
+    levels = build_levels(
         "copy",
         source,
         dest,

@@ -63,7 +63,7 @@ from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
 from ._overlap import refuse_overwriting_the_source
-from ._pyramid import Levels, Shapes, _options_for, prepare, side_options
+from ._pyramid import Levels, Shapes, options_for, prepare, side_options
 from ._values import refuse_non_numbers
 
 __all__ = ["map_chunks", "pyramid", "to_zarr"]
@@ -96,7 +96,7 @@ def _target(
     if ships:
         graph.refuse_to_ship(target, storage_options)
     if create_kwargs.get("overwrite"):  # never delete the array the dask array reads
-        refuse_overwriting_the_source(darr, target, storage_options, _options_for)
+        refuse_overwriting_the_source(darr, target, storage_options, options_for)
     if create_kwargs:
         if isinstance(target, Array):
             raise TypeError(

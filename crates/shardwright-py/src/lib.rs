@@ -9,6 +9,7 @@ mod add_levels;
 mod appender;
 mod array;
 mod check;
+mod convert;
 mod destination;
 mod errors;
 mod faults;
@@ -42,6 +43,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_levels::add_levels, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add_function(wrap_pyfunction!(tiff::open_tiff, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::is_tiff_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::default_factors, m)?)?;
     m.add_function(wrap_pyfunction!(
         destination::remove_folder_to_overwrite,
         m

@@ -167,17 +167,21 @@ fn ome(path: &str, xml: &str, samples: u16) -> Result<Described, TiffError> {
             }
         }
     }
-    let channels = (!channels.is_empty()).then(|| {
-        channels
-            .iter()
-            .map(|attrs| Channel {
-                label: get(attrs, "Name").map(str::to_string),
-                color: get(attrs, "Color")
-                    .and_then(|c| c.parse::<i64>().ok())
-                    .map(|c| format!("{:06X}", ((c as u32) >> 8) & 0xFF_FFFF)),
-            })
-            .collect()
-    });
+    let channels: Vec<Channel> = channels
+        .iter()
+        .map(|attrs| Channel {
+            label: get(attrs, "Name").map(str::to_string),
+            color: get(attrs, "Color")
+                .and_then(|c| c.parse::<i64>().ok())
+                .map(|c| format!("{:06X}", ((c as u32) >> 8) & 0xFF_FFFF)),
+        })
+        .collect();
+    // Channels that name nothing (tifffile writes one empty element per channel) say
+    // nothing: the image's defaults serve better than a list of blanks.
+    let named = channels
+        .iter()
+        .any(|c| c.label.is_some() || c.color.is_some());
+    let channels = named.then_some(channels);
     let first_ifd = tiff_data
         .as_deref()
         .and_then(|a| get(a, "IFD"))
