@@ -41,18 +41,11 @@ def frames_ring(frame: tuple[int, ...]) -> list[Any]:
     """``RING`` camera-like frames: ``bench_pyramid.source_data`` of time points 0..7."""
     import numpy as np
 
-    yx = tuple(slice(0, n) for n in frame[1:])
-    return [
-        np.concatenate(
-            [
-                bp.source_data((slice(i, i + 1), slice(c, c + 1), slice(0, 1), *yx), NOISE_BITS)[
-                    0, :, 0
-                ]
-                for c in range(frame[0])
-            ]
-        )
-        for i in range(RING)
-    ]
+    def plane(t: int, c: int) -> Any:
+        region = (slice(t, t + 1), slice(c, c + 1), slice(0, 1), *(slice(0, n) for n in frame[1:]))
+        return bp.source_data(region, NOISE_BITS)[0, :, 0]
+
+    return [np.concatenate([plane(t, c) for c in range(frame[0])]) for t in range(RING)]
 
 
 def ts_spec(path: str, frame, chunks, shards) -> dict[str, Any]:
@@ -254,9 +247,9 @@ def child_count(job: dict[str, Any]) -> dict[str, Any]:
             self._lock = threading.Lock()
 
         def _count(self, method: str, key: str) -> None:
-            if "/c/" in f"/{key}" or key.startswith("c/"):
-                with self._lock:
-                    self.calls[method] += 1
+            what = method if "/c/" in f"/{key}" else f"{method} {key.rsplit('/', 1)[-1]}"
+            with self._lock:
+                self.calls[what] += 1
 
         async def get(self, key, prototype, byte_range=None):
             self._count("get", key)
@@ -287,7 +280,8 @@ def child_count(job: dict[str, Any]) -> dict[str, Any]:
         "puts_per_shard": store.calls["set"] / shard_count,
         "appender_stats": extra.get("stats"),
         "zarr": zarr.__version__,
-        "how": "zarr-python WrapperStore over LocalStore counting get/set on shard keys",
+        "how": "zarr-python WrapperStore over LocalStore counting get/set/delete calls: on "
+        "shard keys as 'get'/'set'/'delete', on others by file name ('set zarr.json')",
     }
 
 

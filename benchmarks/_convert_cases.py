@@ -186,7 +186,8 @@ def case_runner(case: str, tif: str, dst: str, shape: tuple[int, ...], extra: di
             stats = getattr(out, "stats", None)
             if isinstance(stats, dict):
                 extra["stats"] = {k: v for k, v in stats.items() if k != "seconds"}
-            return [str(a.path) for a in out]
+            paths = [getattr(a, "path", None) for a in out]
+            return [str(p) for p in paths] if all(paths) else bp.ome_level_paths(dst)
 
         return run_sw
 

@@ -123,7 +123,8 @@ def print_table(size: str, result: dict[str, Any], repeat: int) -> None:
         f"| {'growth MiB':>10} | {'stored MiB':>10} | check |"
     )
     print(head + "\n|" + "|".join("-" * len(p) for p in head.split("|")[1:-1]) + "|")
-    for case, r in result["cases"].items():
+    for name, r in result["cases"].items():
+        case = name + ("*" if r.get("from_earlier_invocation") else "")
         if "error" in r:
             print(f"| {case:<15} | error: {r['error'].splitlines()[0][:110]} |")
             continue
@@ -133,6 +134,8 @@ def print_table(size: str, result: dict[str, Any], repeat: int) -> None:
             f"{bp.fmt_mib(r['growth']):>10} | {bp.fmt_mib(r.get('stored_bytes')):>10} | "
             f"{r.get('verified', '-')} |"
         )
+    if result.get("merged_from_earlier"):
+        print("*: measured by an earlier invocation (kept from the --json file)")
     count = result.get("sw_store_calls")
     if count and "error" not in count:
         print(
@@ -153,6 +156,20 @@ def print_flatness(data: dict[str, Any]) -> None:
             f"{FLATNESS[0]}, {bp.fmt_mib(peaks[1])} MiB at {FLATNESS[1]} "
             f"({peaks[1] / peaks[0]:.2f}x for 16x the frames)"
         )
+
+
+def merge_earlier(path: Path | None, size: str, result: dict[str, Any]) -> None:
+    """Keep the cases of ``size`` that an earlier invocation wrote into the ``--json`` file
+    and this one did not run (e.g. a slow peer measured once, apart), marked as such."""
+    if path is None or not path.exists():
+        return
+    earlier = json.loads(path.read_text()).get("sizes", {}).get(size, {})
+    for case, r in earlier.get("cases", {}).items():
+        if case not in result["cases"]:
+            result["cases"][case] = {**r, "from_earlier_invocation": True}
+            result["merged_from_earlier"] = True
+    if "sw_store_calls" not in result and "sw_store_calls" in earlier:
+        result["sw_store_calls"] = earlier["sw_store_calls"]
 
 
 def main() -> int:
@@ -228,6 +245,7 @@ def main() -> int:
             "retries": args.retries,
         }
     )
+    merge_earlier(Path(args.json) if args.json else None, args.size, result)
     print_table(args.size, result, args.repeat)
     if args.json:
         print_flatness(write_json(Path(args.json), args.size, result))
@@ -263,9 +281,12 @@ def write_json(path: Path, size: str, result: dict[str, Any]) -> dict[str, Any]:
     data.setdefault("sizes", {})[size] = result
     exe = sys.executable
     exe = os.path.relpath(exe, bp.ROOT) if exe.startswith(str(bp.ROOT)) else exe
-    data.setdefault("commands", {})[size] = " ".join(
-        [exe, "benchmarks/bench_append.py", *sys.argv[1:]]
-    )
+    command = " ".join([exe, "benchmarks/bench_append.py", *sys.argv[1:]])
+    earlier = data.setdefault("commands", {}).get(size)
+    if result.get("merged_from_earlier") and earlier:
+        data["commands"][size] = [*(earlier if isinstance(earlier, list) else [earlier]), command]
+    else:
+        data["commands"][size] = [command]
     path.write_text(json.dumps(data, indent=1) + "\n")
     return data
 

@@ -178,11 +178,12 @@ def print_table(size: str, shape, result: dict[str, Any], repeat: int) -> None:
     )
     print(head + "\n|" + "|".join("-" * (len(p)) for p in head.split("|")[1:-1]) + "|")
     rat = result["ratios"]
-    for case, r in result["cases"].items():
+    for name, r in result["cases"].items():
+        case = name + ("*" if r.get("from_earlier_invocation") else "")
         if "error" in r:
             print(f"| {case:<14} | error: {r['error'].splitlines()[0][:110]} |")
             continue
-        q = rat.get(case, {})
+        q = rat.get(name, {})
 
         def f(k: str, q: dict[str, Any] = q) -> str:
             return f"{q[k]:.2f}x" if k in q else "-"
@@ -194,11 +195,25 @@ def print_table(size: str, shape, result: dict[str, Any], repeat: int) -> None:
             f"{bp.fmt_mib(r.get('stored_bytes')):>10} | {f('time_vs_floor'):>6} | "
             f"{f('time_vs_fastest_peer'):>13} | {r.get('verified', '-')} |"
         )
+    if result.get("merged_from_earlier"):
+        print("*: measured by an earlier invocation (kept from the --json file)")
     print(
         f"fastest peer: {result['fastest_peer']}; MiB/s: level 0's raw size / wall s; peak: "
         "VmHWM of the case's process during the timed part; check: level 0 = the TIFF, levels "
         "1.. = the ts.downsample chain (differs: another rounding, see the JSON)"
     )
+
+
+def merge_earlier(path: Path | None, size: str, result: dict[str, Any]) -> None:
+    """Keep the cases of ``size`` that an earlier invocation wrote into the ``--json`` file
+    and this one did not run (e.g. a slow peer measured once, apart), marked as such."""
+    if path is None or not path.exists():
+        return
+    earlier = json.loads(path.read_text()).get("sizes", {}).get(size, {})
+    for case, r in earlier.get("cases", {}).items():
+        if case not in result["cases"]:
+            result["cases"][case] = {**r, "from_earlier_invocation": True}
+            result["merged_from_earlier"] = True
 
 
 def main() -> int:
@@ -278,6 +293,7 @@ def main() -> int:
         "quiet_wait_s": args.quiet_wait,
         "retries": args.retries,
     }
+    merge_earlier(Path(args.json) if args.json else None, args.size, result)
     result.update(ratios(result["cases"]))
     print_table(args.size, shape, result, args.repeat)
     if args.json:
@@ -325,9 +341,12 @@ def write_json(path: Path, size: str, result: dict[str, Any]) -> None:
     data.setdefault("sizes", {})[size] = result
     exe = sys.executable
     exe = os.path.relpath(exe, bp.ROOT) if exe.startswith(str(bp.ROOT)) else exe
-    data.setdefault("commands", {})[size] = " ".join(
-        [exe, "benchmarks/bench_convert.py", *sys.argv[1:]]
-    )
+    command = " ".join([exe, "benchmarks/bench_convert.py", *sys.argv[1:]])
+    earlier = data.setdefault("commands", {}).get(size)
+    if result.get("merged_from_earlier") and earlier:
+        data["commands"][size] = [*(earlier if isinstance(earlier, list) else [earlier]), command]
+    else:
+        data["commands"][size] = [command]
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 
