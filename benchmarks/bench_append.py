@@ -46,8 +46,10 @@ appender (2.5 shards deep) through a zarr-python ``WrapperStore`` counting ``get
 on shard keys (``gets/shard``, ``puts/shard``; one put and no get is the goal), plus the
 appender's ``stats`` when it has them. Memory flatness: with both ``512x128`` and
 ``512x2048`` in the ``--json`` file, their ``sw_appender`` peak RSS side by side (16x the
-frames should not grow it). ``--json`` merges into an existing file (other sizes kept).
-The child side is ``_append_cases.py``.
+frames should not grow it). ``--json`` merges into an existing file: other sizes are kept,
+and so are the cases of this size that an earlier invocation measured and this one did not
+run (marked ``*``: e.g. ``zarr_append`` at ``2048x256``, minutes a run, measured once
+apart). The child side is ``_append_cases.py``.
 """
 
 from __future__ import annotations

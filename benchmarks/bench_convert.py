@@ -50,7 +50,9 @@ are reported ``differs`` with the largest difference. A case that crashes, raise
 past ``--timeout`` is an error row; the exit status is 1 when ``sw_convert`` or
 ``tifffile_zarr`` failed or wrote wrong levels (a peer's failure is recorded, not fatal).
 Ratios: each case's time against ``compress_only`` and against the fastest peer. ``--json``
-merges into an existing file (other sizes kept). The child side is ``_convert_cases.py``.
+merges into an existing file: other sizes are kept, and so are the cases of this size that an
+earlier invocation measured and this one did not run (marked ``*``; e.g. a slow peer measured
+once, apart). The child side is ``_convert_cases.py``.
 """
 
 from __future__ import annotations
