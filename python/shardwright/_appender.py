@@ -29,11 +29,14 @@ class Appender:
     stored slabs. Memory holds one inner chunk's extent of frames plus the writers'
     encoded bytes, however many frames are appended.
 
-    :meth:`flush` waits until every complete slab is stored and shown; :meth:`close`
-    (leaving the ``with`` block) stores the last, partial slab and sets the exact shape.
-    A process killed mid-run loses the frames of the open slab only: a new appender
-    continues from the stored shape (merging into the slab it ends in) and first deletes
-    whatever a killed run stored past it.
+    A slab stored in the background is shown by the first :meth:`append`, :meth:`flush`
+    or :meth:`close` after its store completes. :meth:`flush` waits until every complete
+    slab is stored and shown; :meth:`close` (leaving the ``with`` block) stores the last,
+    partial slab and sets the exact shape. A process killed mid-run keeps the frames
+    shown in ``zarr.json`` and loses the others: the open slab's, and those of the slab
+    being stored, or stored but not yet shown (after a :meth:`flush`, only the open
+    slab's). A new appender continues from the stored shape (merging into the slab it
+    ends in) and first deletes whatever a killed run stored past it.
 
     A frame of the wrong shape raises :class:`ShapeError`, a value the dtype cannot hold
     :class:`DTypeError` (the rule of every write); neither appends anything and the
@@ -55,20 +58,28 @@ class Appender:
     ((7, 2, 4), [0, 1, 2, 3, 4, 1, 1])
     """
 
-    def __init__(self, array: Any, axis: int = 0) -> None:
+    def __init__(self, array: Any, axis: int = 0, *, _near_end: bool = False) -> None:
         ndim = array.ndim
         if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
             raise ShapeError(f"cannot append along axis {axis}: the array has {ndim} dimensions")
         self._array = array
         self._axis = int(axis) % ndim
         self._dtype = array.dtype
-        self._core = _core.Appender.open(array._core, self._axis)
+        self._core = _core.Appender.open(array._core, self._axis, _near_end)
         shape = tuple(self._core.shape)
         self._frame = shape[: self._axis] + shape[self._axis + 1 :]
 
     @property
     def axis(self) -> int:
-        """The axis appended along."""
+        """The axis appended along.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/x.zarr", shape=(2, 0), dtype="int8",
+        ...               chunks=(2, 2))
+        >>> with a.appender(axis=-1) as ap:
+        ...     ap.axis
+        1
+        """
         return self._axis
 
     @property
@@ -102,7 +113,16 @@ class Appender:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether :meth:`close` was called.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/c.zarr", shape=(0,), dtype="int8",
+        ...               chunks=(2,))
+        >>> with a.appender() as ap:
+        ...     pass
+        >>> ap.closed
+        True
+        """
         return bool(self._core.closed)
 
     def append(self, data: Any) -> None:
@@ -161,12 +181,33 @@ class Appender:
             self._core.append(np.asarray(part, dtype=self._dtype))
 
     def flush(self) -> None:
-        """Wait until every complete slab is stored and shown in ``zarr.json``."""
+        """Wait until every complete slab is stored and shown in ``zarr.json``.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/w.zarr", shape=(0,), dtype="int8",
+        ...               chunks=(2,), shards=(2,))
+        >>> ap = a.appender()
+        >>> ap.append([1, 2, 3])    # one whole slab, stored in the background
+        >>> ap.flush()
+        >>> sw.open(a.path).shape   # the open slab's frame is not shown
+        (2,)
+        >>> ap.close()
+        """
         self._core.flush()
 
     def close(self) -> None:
         """Store the last, partial slab, wait for every slab, and set the exact shape
-        (the array handle that made the appender shows it). A second call does nothing."""
+        (the array handle that made the appender shows it). A second call does nothing.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/e.zarr", shape=(0,), dtype="int8",
+        ...               chunks=(2,), shards=(4,))
+        >>> ap = a.appender()
+        >>> ap.append([5, 6, 7])
+        >>> ap.close(); ap.close()
+        >>> a.shape, sw.open(a.path)[:].tolist()
+        ((3,), [5, 6, 7])
+        """
         core = self._core.close()
         if core is not None:
             self._array._set_core(core)
@@ -229,37 +270,120 @@ class ImageAppender:
 
     @property
     def axis(self) -> int:
-        """The axis appended along."""
+        """The axis appended along.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.axis
+        0
+        """
         return self._axis
 
     @property
     def length(self) -> int:
-        """The frames of level 0 along the axis so far."""
+        """The frames of level 0 along the axis so far.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.append(np.ones((3, 4, 4), "uint8"))
+        ...     ap.length
+        3
+        """
         return int(self._core.length)
 
     @property
     def shapes(self) -> list[tuple[int, ...]]:
         """Each level's shape once the frames so far are stored (the coarser levels
-        without the frames their partial groups make at :meth:`close`)."""
+        without the frames their partial groups make at :meth:`close`).
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.append(np.ones((3, 4, 4), "uint8"))
+        ...     ap.shapes
+        [(3, 4, 4), (1, 2, 2)]
+        """
         return [tuple(int(n) for n in s) for s in self._core.shapes]
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether :meth:`close` was called.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.closed
+        False
+        >>> ap.closed
+        True
+        """
         return bool(self._core.closed)
 
     def append(self, data: Any) -> None:
         """Append one frame or a block of frames to level 0 (see
-        :meth:`Appender.append`); the coarser levels follow."""
+        :meth:`Appender.append`); the coarser levels follow. Once a level failed to
+        store a slab, every later call raises its error and appends nothing.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.append(np.full((4, 4), 2, "uint8"))      # one frame
+        ...     ap.append(np.full((2, 4, 4), 4, "uint8"))   # a block of two
+        >>> img.levels[1][:, 0, 0].tolist()
+        [3, 4]
+        """
         self._core.append(self._checker._prepared(data))
 
     def flush(self) -> None:
-        """Wait until every level's complete slabs are stored and shown."""
+        """Wait until every level's complete slabs are stored and shown.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> with img.appender(axis=0) as ap:
+        ...     ap.append(np.ones((4, 4, 4), "uint8"))
+        ...     ap.flush()
+        ...     [a.shape for a in sw.open_image(img.path).levels]
+        [(4, 4, 4), (2, 2, 2)]
+        """
         self._core.flush()
 
     def close(self) -> None:
         """Reduce each level's partial group, store every level's last slab and set the
-        exact shapes (the image's ``levels`` show them). A second call does nothing."""
+        exact shapes (the image's ``levels`` show them). A second call does nothing.
+        When a level failed, every level that can is still finished (level 0 keeps
+        every frame appended), then the first error is raised.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
+        ...                       factors=(2, 2, 2),
+        ...                       levels=2, axes="tyx")
+        >>> ap = img.appender(axis=0)
+        >>> ap.append(np.full((3, 4, 4), 8, "uint8"))
+        >>> ap.close(); ap.close()
+        >>> [a.shape for a in img.levels]
+        [(3, 4, 4), (2, 2, 2)]
+        """
         cores = self._core.close()
         if cores is not None:
             for level, core in zip(self._levels, cores, strict=True):

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _oneshot, _pipeline
-from ._appender import Appender
+from ._appending import Appending
 from ._assign import write_key, write_orthogonal, write_points
 from ._cells import Cells
 from ._domain import Domain
@@ -25,7 +25,6 @@ from ._indexing import is_plain
 from ._lazy import OpensOnFirstUse
 from ._metadata import (
     Attributes,
-    appended_shape,
     new_shape,
 )
 from ._selectors import OIndex, VIndex, read_key
@@ -43,7 +42,7 @@ def _numpy_dtype(name: str) -> np.dtype:
         raise UnsupportedError(f"data type '{name}' has no numpy equivalent here") from err
 
 
-class Array(OpensOnFirstUse, ZarrNames):
+class Array(OpensOnFirstUse, ZarrNames, Appending):
     """A sharded (or unsharded) Zarr v3 array on a local filesystem, opened for writing
     shard by shard and reading back. Get one from :func:`open` or :func:`create`.
 
@@ -193,52 +192,6 @@ class Array(OpensOnFirstUse, ZarrNames):
         self._check_writable("resize")
         self._check_resizable("resize")
         self._set_core(self._core.resize(new_shape(shape, self._shape)))
-
-    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow the array along ``axis`` by ``data``'s extent there, writing ``data`` into
-        the new part (through an :meth:`appender`: each new shard stored once, and the
-        shape in ``zarr.json`` grown only over what is stored, so a reader or a crash
-        never sees fill values where ``data`` goes; refused data grows nothing); returns
-        the new shape, as zarr-python's ``append``.
-
-        >>> import numpy as np, tempfile, shardwright as sw
-        >>> a = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(0, 3), dtype="int16",
-        ...               chunks=(1, 3), shards=(4, 3))
-        >>> a.append(np.ones((2, 3), "int16")), a.append([[7, 8, 9]])
-        ((2, 3), (3, 3))
-        >>> a[2].tolist()
-        [7, 8, 9]
-        """
-        self._check_writable("append")
-        self._check_resizable("append")
-        axis, _, grown = appended_shape(data, axis, self._shape)
-        part = tuple(
-            grown[axis] - self._shape[axis] if d == axis else g for d, g in enumerate(grown)
-        )
-        value = _oneshot.prepare(data, self._dtype, part)  # refused data grows nothing
-        if isinstance(value, bytes):
-            value = np.frombuffer(value, dtype=self._dtype).reshape(())
-        with self.appender(axis) as appender:
-            appender._append_fitted(np.broadcast_to(value, part))
-        return self._shape
-
-    def appender(self, axis: int = 0) -> Appender:
-        """An :class:`Appender` of frames along ``axis``, continuing from the stored
-        shape: frames appended as they are acquired, each shard stored once, the shape
-        grown only over whole stored slabs of shards (see :class:`Appender`).
-
-        >>> import numpy as np, tempfile, shardwright as sw
-        >>> a = sw.create(tempfile.mkdtemp() + "/acq.zarr", shape=(0, 4, 4), dtype="uint16",
-        ...               chunks=(2, 4, 4), shards=(4, 4, 4))
-        >>> with a.appender(axis=0) as ap:
-        ...     for t in range(6):
-        ...         ap.append(np.full((4, 4), t))
-        >>> a.shape, sw.open(a.path)[:, 0, 0].tolist()
-        ((6, 4, 4), [0, 1, 2, 3, 4, 5])
-        """
-        self._check_writable("appender")
-        self._check_resizable("appender")
-        return Appender(self, axis)
 
     def _within(self, within: Within) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         if within is None:

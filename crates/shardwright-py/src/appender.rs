@@ -53,13 +53,23 @@ fn closed() -> PyErr {
 
 #[pymethods]
 impl PyAppender {
-    /// An appender of frames along `axis` of `array` (continuing from its stored shape).
+    /// An appender of frames along `axis` of `array` (continuing from its stored shape);
+    /// `near_end`: looking for debris only in the slabs past the shape, never listing.
     #[staticmethod]
-    fn open(py: Python<'_>, array: Py<PyArray>, axis: usize) -> PyResult<Self> {
+    #[pyo3(signature = (array, axis, near_end = false))]
+    fn open(py: Python<'_>, array: Py<PyArray>, axis: usize, near_end: bool) -> PyResult<Self> {
         guard(|| {
             let inner = array.get().inner.clone();
             let element_size = inner.layout().element_size();
-            let appender = py.detach(|| inner.appender(axis)).py()?;
+            let appender = py
+                .detach(|| {
+                    if near_end {
+                        inner.appender_near_end(axis)
+                    } else {
+                        inner.appender(axis)
+                    }
+                })
+                .py()?;
             Ok(Self {
                 inner: Mutex::new(Some(appender)),
                 array,

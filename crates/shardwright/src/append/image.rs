@@ -79,6 +79,20 @@ impl ImageAppender {
     /// An appender of frames along `axis` to `levels[0]`, each level above downsampled
     /// from the one below by `factors` with `method` (as the pyramid that made them).
     ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::append::ImageAppender;
+    /// use shardwright::pyramid::downsample::Method;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let store = Arc::new(MemoryStore::new());
+    /// let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// let level1 = Array::create(store, "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Max, 0).unwrap();
+    /// appender.append(&[1, 2, 3, 4, 5, 6, 7, 8], &[2, 4]).unwrap();
+    /// let levels = appender.finish().unwrap();
+    /// assert_eq!(levels[1].read(&levels[1].bounds()).unwrap(), [6, 8]);
+    /// ```
+    ///
     /// # Errors
     /// As [`Array::appender`] and [`Array::resize`] (cutting the coarser levels back),
     /// [`Error::Pyramid`] for factors of the wrong length or a method the data type has
@@ -175,6 +189,19 @@ impl ImageAppender {
     }
 
     /// The frames of level 0 along the axis so far.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::append::ImageAppender;
+    /// # use shardwright::pyramid::downsample::Method;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let store = Arc::new(MemoryStore::new());
+    /// # let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// # let level1 = Array::create(store, "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Mean, 0).unwrap();
+    /// appender.append(&[9; 12], &[3, 4]).unwrap();
+    /// assert_eq!(appender.length(), 3);
+    /// ```
     #[must_use]
     pub fn length(&self) -> u64 {
         self.levels.first().map_or(0, Appender::length)
@@ -182,6 +209,19 @@ impl ImageAppender {
 
     /// Each level's shape once every frame appended so far is stored (the coarser levels
     /// without the frames their partial groups will make).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::append::ImageAppender;
+    /// # use shardwright::pyramid::downsample::Method;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let store = Arc::new(MemoryStore::new());
+    /// # let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// # let level1 = Array::create(store, "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Mean, 0).unwrap();
+    /// appender.append(&[9; 12], &[3, 4]).unwrap(); // the third frame waits for a fourth
+    /// assert_eq!(appender.shapes(), vec![vec![3, 4], vec![1, 2]]);
+    /// ```
     #[must_use]
     pub fn shapes(&self) -> Vec<Vec<u64>> {
         self.levels.iter().map(Appender::shape).collect()
@@ -189,10 +229,28 @@ impl ImageAppender {
 
     /// Append frames to level 0 as [`Appender::append`] does; the coarser levels follow.
     ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::append::ImageAppender;
+    /// # use shardwright::pyramid::downsample::Method;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let store = Arc::new(MemoryStore::new());
+    /// # let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// # let level1 = Array::create(store, "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Mean, 0).unwrap();
+    /// appender.append(&[2; 4], &[4]).unwrap(); // one frame
+    /// appender.append(&[4; 8], &[2, 4]).unwrap(); // a block of two
+    /// let levels = appender.finish().unwrap();
+    /// assert_eq!(levels[1].read(&levels[1].bounds()).unwrap(), [3, 3, 4, 4]);
+    /// ```
+    ///
     /// # Errors
     /// As [`Appender::append`] (a frame of the wrong shape appends nothing to any level),
-    /// and a kernel's errors.
+    /// and a kernel's errors. Once any level failed to store a slab, every later call
+    /// returns its error before appending anything (level 0's frames are kept for
+    /// [`finish`](Self::finish)).
     pub fn append(&mut self, data: &[u8], shape: &[u64]) -> Result<()> {
+        self.check()?;
         let Some(level0) = self.levels.first_mut() else {
             return Ok(());
         };
@@ -209,22 +267,85 @@ impl ImageAppender {
 
     /// Wait until every level's complete slabs are stored and shown.
     ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::append::ImageAppender;
+    /// # use shardwright::pyramid::downsample::Method;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let store = Arc::new(MemoryStore::new());
+    /// # let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// # let level1 = Array::create(store.clone(), "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Mean, 0).unwrap();
+    /// appender.append(&[1; 16], &[4, 4]).unwrap();
+    /// appender.flush().unwrap(); // level 0's slab of 2 frames and level 1's are shown
+    /// assert_eq!(Array::open(store.clone(), "0").unwrap().layout().shape(), &[4, 4]);
+    /// assert_eq!(Array::open(store, "1").unwrap().layout().shape(), &[2, 2]);
+    /// ```
+    ///
     /// # Errors
-    /// As [`Appender::flush`].
+    /// As [`Appender::flush`] (every level is flushed; the first error is returned).
     pub fn flush(&mut self) -> Result<()> {
-        self.levels.iter_mut().try_for_each(Appender::flush)
+        let mut first = None;
+        for level in &mut self.levels {
+            if let Err(e) = level.flush() {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Reduce each level's partial group (what exists), then finish every level's
     /// appender; returns the levels with their final shapes, level 0 first.
     ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use shardwright::append::ImageAppender;
+    /// # use shardwright::pyramid::downsample::Method;
+    /// # use shardwright::{Array, ArraySpec, MemoryStore};
+    /// # let store = Arc::new(MemoryStore::new());
+    /// # let level0 = Array::create(store.clone(), "0", &ArraySpec::new(vec![0, 4], "uint8", vec![2, 4])).unwrap();
+    /// # let level1 = Array::create(store, "1", &ArraySpec::new(vec![0, 2], "uint8", vec![2, 2])).unwrap();
+    /// let mut appender = ImageAppender::new(&[level0, level1], &[2, 2], Method::Max, 0).unwrap();
+    /// appender.append(&[1, 2, 3, 4, 5, 6, 7, 8, 0, 9, 0, 0], &[3, 4]).unwrap();
+    /// let levels = appender.finish().unwrap(); // the partial group (one frame) too
+    /// assert_eq!(levels[0].layout().shape(), &[3, 4]);
+    /// assert_eq!(levels[1].read(&levels[1].bounds()).unwrap(), [6, 8, 9, 0]);
+    /// ```
+    ///
     /// # Errors
-    /// As [`Appender::finish`] and the kernels'.
+    /// As [`Appender::finish`] and the kernels'. Every level is finished that can be
+    /// (level 0 always stores its frames, whatever a coarser level's failure), then the
+    /// first error is returned.
     pub fn finish(mut self) -> Result<Vec<Array>> {
-        for l in 0..self.groups.len() {
-            self.reduce(l)?;
+        let mut first = self.check().err();
+        if first.is_none() {
+            for l in 0..self.groups.len() {
+                if let Err(e) = self.reduce(l) {
+                    first = Some(e);
+                    break;
+                }
+            }
         }
-        self.levels.into_iter().map(Appender::finish).collect()
+        let mut finished = Vec::with_capacity(self.levels.len());
+        for level in self.levels {
+            match level.finish() {
+                Ok(array) => finished.push(array),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        first.map_or(Ok(finished), Err)
+    }
+
+    /// The first level's error that lost frames, if any: none is appended to then. A
+    /// slab whose store finished meanwhile is settled first, so its failure shows.
+    fn check(&mut self) -> Result<()> {
+        for level in &mut self.levels {
+            level.check()?;
+            level.settle(false)?;
+        }
+        Ok(())
     }
 
     /// Gather the frames of level `l` in `data` (of shape `block`) into its group,

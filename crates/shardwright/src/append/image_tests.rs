@@ -2,6 +2,7 @@
 //! equal, for two methods, a factor of 1 and of 2 along the axis, with blocks crossing
 //! groups and slabs, closed inside a group and continued by a new appender.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::ImageAppender;
@@ -10,6 +11,7 @@ use crate::pyramid::build::{self, BuildOptions};
 use crate::pyramid::downsample::Method;
 use crate::pyramid::plan::PlanRequest;
 use crate::pyramid::source::BufferSource;
+use crate::store::{Store, StoreError, Version};
 use crate::{Array, Compressor, MemoryStore};
 
 const FRAME: usize = 8 * 10;
@@ -128,4 +130,97 @@ fn a_coarser_level_behind_level_0_is_refed_from_it() {
     for (l, level) in levels.iter().enumerate() {
         assert_eq!(level.read(&level.bounds()).unwrap(), want[l], "level {l}");
     }
+}
+
+/// A memory store whose puts of keys under `prefix` fail once `armed`.
+#[derive(Debug, Default)]
+struct FailingUnder {
+    inner: MemoryStore,
+    prefix: std::sync::Mutex<Option<String>>,
+}
+
+impl FailingUnder {
+    fn refuse(&self, key: &str) -> Result<(), StoreError> {
+        match &*self.prefix.lock().unwrap() {
+            Some(p) if key.starts_with(p.as_str()) => Err(StoreError::Io {
+                key: key.to_string(),
+                message: "injected failure".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Store for FailingUnder {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get(key)
+    }
+    fn get_range(&self, key: &str, range: Range<u64>) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get_range(key, range)
+    }
+    fn size(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.inner.size(key)
+    }
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.refuse(key)?;
+        self.inner.put(key, parts)
+    }
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        self.inner.get_versioned(key)
+    }
+    fn put_if(
+        &self,
+        key: &str,
+        parts: &[&[u8]],
+        expected: Option<&Version>,
+    ) -> Result<(), StoreError> {
+        self.refuse(key)?;
+        self.inner.put_if(key, parts, expected)
+    }
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key)
+    }
+    fn delete_if(&self, key: &str, expected: Option<&Version>) -> Result<(), StoreError> {
+        self.inner.delete_if(key, expected)
+    }
+}
+
+#[test]
+fn a_failed_coarser_level_stops_every_append_and_finish_still_stores_level_0() {
+    // The regressions: once level 1 failed, each append still added frames to level 0
+    // (then raised: a retry duplicated them), and finish returned at the failed
+    // reduction, so level 0's last slab was never stored.
+    let options = options(vec![2, 2, 2], Method::Mean);
+    let store = Arc::new(FailingUnder::default());
+    let image = Image::create(store.clone(), "img", &[1, 8, 10], "uint16", None, &options).unwrap();
+    let level0 = image.levels()[0].path().to_string();
+    let level1 = image.levels()[1].path().to_string();
+    let mut appender = image.appender(0).unwrap();
+    *store.prefix.lock().unwrap() = Some(format!("{level1}/c/"));
+    let mut t = 1; // after an unwritten frame 0
+    let err = loop {
+        assert!(t < 64, "level 1's failure never showed");
+        if let Err(e) = appender.append(&frames(t, t + 1), &[8, 10]) {
+            break e;
+        }
+        t += 1;
+    };
+    assert!(err.to_string().contains("injected failure"), "{err}");
+    let length = appender.length();
+    for retry in 0..3 {
+        let again = appender.append(&frames(t, t + 1), &[8, 10]).unwrap_err();
+        assert_eq!(again.to_string(), err.to_string());
+        assert_eq!(
+            appender.length(),
+            length,
+            "retry {retry} appended to level 0"
+        );
+    }
+    let finished = appender.finish().unwrap_err();
+    assert_eq!(finished.to_string(), err.to_string());
+    let level0 = Array::open(store, &level0).unwrap();
+    assert_eq!(level0.layout().shape(), &[length, 8, 10]);
+    let mut want = vec![0; FRAME * 2];
+    want.extend(frames(1, length));
+    assert_eq!(level0.read(&level0.bounds()).unwrap(), want);
 }

@@ -12,10 +12,15 @@
 //! [`Array::resize`], every other member kept byte for byte). A reader, or a crash,
 //! therefore only ever sees whole stored slabs.
 //!
-//! [`Appender::flush`] waits until every complete slab is stored and shown;
-//! [`Appender::finish`] stores the last, partial slab (rows past the end hold the fill
-//! value, as an array of that shape has) and sets the exact shape. A process killed
-//! mid-run loses the frames of the open slab only.
+//! A slab stored in the background is shown by the first [`Appender::append`],
+//! [`Appender::flush`] or [`Appender::finish`] after its store completes (nothing runs
+//! in between). [`Appender::flush`] waits until every complete slab is stored and
+//! shown; [`Appender::finish`] stores the last, partial slab (rows past the end hold the
+//! fill value, as an array of that shape has) and sets the exact shape. A process
+//! killed mid-run keeps the frames shown in `zarr.json` and loses the others: those of
+//! the open slab, and those of the slab being stored, or stored but not yet shown (the
+//! next appender deletes it). After a [`flush`](Appender::flush), only the open slab's
+//! frames are at stake.
 //!
 //! Opening an appender continues from the stored shape: when it ends inside a slab, that
 //! slab's writers merge with its stored shards (each read once, at its commit), and the
@@ -23,7 +28,9 @@
 //! shape (left by a run killed between storing a slab and growing the shape) are
 //! deleted — found by one listing where the store lists, else looked for in the two
 //! slabs past the end (all a killed appender can leave) — so growing never shows stale
-//! data. One appender per array at a time: another writer of the rows past the shape
+//! data. Before that, the clearing of a shrink that was cut short (its record lies next
+//! to `zarr.json`, see [`Array::resize`]) is finished, since every resize, so every
+//! grow, would first clear what it names: the slabs appended since. One appender per array at a time: another writer of the rows past the shape
 //! meanwhile would be overwritten or deleted.
 //!
 //! ```
@@ -85,38 +92,36 @@ pub struct Appender {
     failed: Option<Error>,
 }
 
-impl Array {
-    /// An [`Appender`] of frames along `axis`, continuing from the stored shape (see the
-    /// [`append`](crate::append) module). It reads `zarr.json` again (this handle may be
-    /// stale) and deletes what a killed appender left past the shape.
+impl Appender {
+    /// The frames along the axis so far (stored before, shown, or still open).
     ///
     /// ```
     /// use std::sync::Arc;
     /// use shardwright::{Array, ArraySpec, MemoryStore};
-    /// let spec = ArraySpec::new(vec![3, 0], "int16", vec![3, 2]).shards(vec![3, 4]);
+    /// let spec = ArraySpec::new(vec![3, 2], "uint8", vec![2, 2]).shards(vec![4, 2]);
     /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
-    /// let mut appender = array.appender(1).unwrap();
-    /// let block: Vec<u8> = (0..6i16).flat_map(i16::to_ne_bytes).collect();
-    /// appender.append(&block, &[3, 2]).unwrap(); // two frames of shape (3,)
-    /// assert_eq!(appender.finish().unwrap().layout().shape(), &[3, 2]);
+    /// let mut appender = array.appender(0).unwrap();
+    /// assert_eq!(appender.length(), 3); // continues from the stored shape
+    /// appender.append(&[1, 2], &[2]).unwrap();
+    /// assert_eq!(appender.length(), 4);
     /// ```
-    ///
-    /// # Errors
-    /// [`Error::Layout`] for an axis the array does not have, [`Error::NotFound`] if its
-    /// `zarr.json` is gone, [`Error::Store`] and the writers' errors for the clearing.
-    pub fn appender(&self, axis: usize) -> Result<Appender> {
-        Appender::open(self, axis)
-    }
-}
-
-impl Appender {
-    /// The frames along the axis so far (stored before, shown, or still open).
     #[must_use]
     pub fn length(&self) -> u64 {
         self.length
     }
 
     /// The array's shape once every frame appended so far is stored.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![0, 2], "uint8", vec![2, 2]).shards(vec![4, 2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender(0).unwrap();
+    /// appender.append(&[1, 2], &[2]).unwrap();
+    /// assert_eq!(appender.shape(), vec![1, 2]);
+    /// assert_eq!(appender.array().layout().shape(), &[0, 2]); // not stored yet
+    /// ```
     #[must_use]
     pub fn shape(&self) -> Vec<u64> {
         let mut shape = self.array.layout().shape().to_vec();
@@ -125,12 +130,33 @@ impl Appender {
     }
 
     /// The array with the shape shown now (whole stored slabs only).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![0, 2], "uint8", vec![2, 2]).shards(vec![2, 2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender(0).unwrap();
+    /// appender.append(&[1, 2, 3, 4, 5, 6], &[3, 2]).unwrap();
+    /// appender.flush().unwrap();
+    /// let shown = appender.array();
+    /// assert_eq!(shown.layout().shape(), &[2, 2]); // the open slab's frame is not shown
+    /// assert_eq!(shown.read(&shown.bounds()).unwrap(), [1, 2, 3, 4]);
+    /// ```
     #[must_use]
     pub fn array(&self) -> &Array {
         &self.array
     }
 
     /// The axis appended along.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![2, 0], "uint8", vec![2, 2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// assert_eq!(array.appender(1).unwrap().axis(), 1);
+    /// ```
     #[must_use]
     pub fn axis(&self) -> usize {
         self.axis
@@ -140,6 +166,19 @@ impl Appender {
     /// frames (`shape`: the array's shape with `k` along the axis); `data` holds its
     /// elements in C order, native endian. The frames are copied; a slab they complete
     /// is stored in the background.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, ErrorKind, MemoryStore};
+    /// let spec = ArraySpec::new(vec![0, 3], "uint8", vec![2, 3]).shards(vec![2, 3]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender(0).unwrap();
+    /// appender.append(&[1, 2, 3], &[3]).unwrap(); // one frame
+    /// appender.append(&[4, 5, 6, 7, 8, 9], &[2, 3]).unwrap(); // a block of two
+    /// let err = appender.append(&[1, 2], &[2]).unwrap_err(); // refused, nothing appended
+    /// assert_eq!(err.kind(), ErrorKind::Shape);
+    /// assert_eq!(appender.length(), 3);
+    /// ```
     ///
     /// # Errors
     /// [`Error::FrameShape`] or [`Error::DataLength`] for data of the wrong shape or size
@@ -196,6 +235,18 @@ impl Appender {
 
     /// Wait until every complete slab is stored and shown in `zarr.json`.
     ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let store = Arc::new(MemoryStore::new());
+    /// let spec = ArraySpec::new(vec![0, 2], "uint8", vec![2, 2]).shards(vec![2, 2]);
+    /// let array = Array::create(store.clone(), "t", &spec).unwrap();
+    /// let mut appender = array.appender(0).unwrap();
+    /// appender.append(&[7; 4], &[2, 2]).unwrap(); // a whole slab, stored in the background
+    /// appender.flush().unwrap();
+    /// assert_eq!(Array::open(store, "t").unwrap().layout().shape(), &[2, 2]);
+    /// ```
+    ///
     /// # Errors
     /// As [`append`](Self::append), for a slab that failed to be stored.
     pub fn flush(&mut self) -> Result<()> {
@@ -205,6 +256,18 @@ impl Appender {
 
     /// Store the last (partial) slab, wait for every slab, and set the exact shape;
     /// returns the array with it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![0, 2], "uint8", vec![2, 2]).shards(vec![4, 2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender(0).unwrap();
+    /// appender.append(&[3, 4], &[2]).unwrap();
+    /// let array = appender.finish().unwrap();
+    /// assert_eq!(array.layout().shape(), &[1, 2]);
+    /// assert_eq!(array.read(&array.bounds()).unwrap(), [3, 4]);
+    /// ```
     ///
     /// # Errors
     /// As [`flush`](Self::flush); the frames of the open slab are then lost.
@@ -347,77 +410,6 @@ impl Appender {
         }
         Ok(())
     }
-
-    /// Commit the open slab in the background, once the one before is stored and shown.
-    fn store_slab(&mut self) -> Result<()> {
-        self.settle(true)?;
-        if let Some((index, writers)) = self.slab.take() {
-            let end = ((index + 1) * self.shard_len).min(self.length);
-            let pending = writers
-                .into_iter()
-                .map(ShardWriter::commit_background)
-                .collect();
-            self.storing = Some((pending, end));
-        }
-        Ok(())
-    }
-
-    /// Write the open row's frames and the fill value over the rest of the open slab
-    /// (if one is open or frames wait), then commit it.
-    fn finish_slab(&mut self) -> Result<()> {
-        let start = self.row_start();
-        let pending_row = self.length > self.from.max(start);
-        if !pending_row && self.slab.is_none() {
-            return Ok(());
-        }
-        if pending_row {
-            self.put_row(start)?;
-        }
-        let tail = self.length.div_ceil(self.chunk_len) * self.chunk_len;
-        let index = self
-            .slab
-            .as_ref()
-            .map_or(start / self.shard_len, |(i, _)| *i);
-        let end = (index + 1) * self.shard_len;
-        self.fill(&self.between(tail.max(index * self.shard_len), end))?;
-        self.store_slab()
-    }
-
-    /// Once the slab being stored is (`wait`: wait for it), show it in `zarr.json`.
-    fn settle(&mut self, wait: bool) -> Result<()> {
-        let ready = self
-            .storing
-            .as_ref()
-            .is_some_and(|(pending, _)| wait || pending.iter().all(PendingCommit::is_finished));
-        if !ready {
-            return Ok(());
-        }
-        let Some((pending, end)) = self.storing.take() else {
-            return Ok(());
-        };
-        let mut first = None;
-        for commit in pending {
-            if let Err(e) = commit.wait() {
-                first.get_or_insert(e);
-            }
-        }
-        let stored = match first {
-            Some(e) => Err(e),
-            None => self.grow(end),
-        };
-        self.keep(stored)
-    }
-
-    /// Show `end` frames along the axis in `zarr.json`, if it shows fewer.
-    fn grow(&mut self, end: u64) -> Result<()> {
-        if end > self.shown {
-            let mut shape = self.array.layout().shape().to_vec();
-            set(&mut shape, self.axis, end);
-            self.array = self.array.resize(shape)?;
-            self.shown = end;
-        }
-        Ok(())
-    }
 }
 
 /// `v[axis] = value`.
@@ -437,5 +429,6 @@ mod image;
 #[cfg(test)]
 mod image_tests;
 mod open;
+mod slabs;
 #[cfg(test)]
 mod tests;

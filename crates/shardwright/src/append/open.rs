@@ -7,16 +7,22 @@ use crate::layout::object_text::ObjectText;
 use crate::layout::{Layout, LayoutError};
 
 impl Appender {
-    pub(super) fn open(array: &Array, axis: usize) -> Result<Self> {
+    /// `listed`: look for what a killed appender left past the shape by listing the
+    /// array where the store lists (else, and when not `listed`, in the slabs it can
+    /// leave debris in).
+    pub(super) fn open(array: &Array, axis: usize, listed: bool) -> Result<Self> {
         let array =
             Array::open(array.store().clone(), array.path())?.with_options(array.options().clone());
-        let layout = array.layout();
-        let ndim = layout.ndim();
+        let ndim = array.layout().ndim();
         if axis >= ndim {
             return Err(Error::Layout(LayoutError::Shape(format!(
                 "cannot append along axis {axis}: the array has {ndim} dimensions"
             ))));
         }
+        // Before anything is stored past the shape: each grow is a resize, which would
+        // first clear what a record of an unfinished shrink names — the new slabs.
+        let array = array.settle_unfinished_resize()?;
+        let layout = array.layout();
         let at = |v: &[u64]| v.get(axis).copied().unwrap_or(1).max(1);
         let (shard_len, chunk_len) = (at(layout.shard_shape()), at(layout.chunk_shape()));
         let length = layout.shape().get(axis).copied().unwrap_or(0);
@@ -39,7 +45,7 @@ impl Appender {
             storing: None,
             failed: None,
         };
-        appender.clear_past_end()?;
+        appender.clear_past_end(listed)?;
         Ok(appender)
     }
 
@@ -65,17 +71,19 @@ impl Appender {
             .with_layout(Layout::from_json(edited.as_bytes())?))
     }
 
-    /// At opening: delete the shards stored wholly past the shape, and set the elements
-    /// past it in the slab it ends in to the fill value (committed with that slab).
-    fn clear_past_end(&mut self) -> Result<()> {
+    /// At opening: delete the shards stored wholly past the shape (`listed`: all of them,
+    /// found by one listing where the store lists; else those of the slabs a killed
+    /// appender can leave), and set the elements past it in the slab it ends in to the
+    /// fill value (committed with that slab).
+    fn clear_past_end(&mut self, listed: bool) -> Result<()> {
         let first = self.length.div_ceil(self.shard_len);
         let far = first
             .saturating_add(SLABS_LISTED)
             .saturating_mul(self.shard_len);
         // (an extent the format cannot hold: no listing, the slabs past the end are swept)
         let listed = match self.reaching(far) {
-            Ok(wide) => wide.stored_shards()?.map(|stored| (wide, stored)),
-            Err(_) => None,
+            Ok(wide) if listed => wide.stored_shards()?.map(|stored| (wide, stored)),
+            _ => None,
         };
         if let Some((wide, stored)) = listed {
             for index in stored {
@@ -96,5 +104,52 @@ impl Appender {
             self.fill(&self.between(self.length, end))?;
         }
         Ok(())
+    }
+}
+
+impl Array {
+    /// An [`Appender`] of frames along `axis`, continuing from the stored shape (see the
+    /// [`append`](crate::append) module). It reads `zarr.json` again (this handle may be
+    /// stale) and deletes what a killed appender left past the shape.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![3, 0], "int16", vec![3, 2]).shards(vec![3, 4]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender(1).unwrap();
+    /// let block: Vec<u8> = (0..6i16).flat_map(i16::to_ne_bytes).collect();
+    /// appender.append(&block, &[3, 2]).unwrap(); // two frames of shape (3,)
+    /// assert_eq!(appender.finish().unwrap().layout().shape(), &[3, 2]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Layout`] for an axis the array does not have, [`Error::NotFound`] if its
+    /// `zarr.json` is gone, [`Error::Store`] and the writers' errors for the clearing.
+    pub fn appender(&self, axis: usize) -> Result<Appender> {
+        Appender::open(self, axis, true)
+    }
+
+    /// As [`appender`](Self::appender), but what a killed appender left past the shape is
+    /// looked for only where one can leave it (the two slabs past the shape), never by
+    /// listing the array: for a few frames appended to a large array, whose listing
+    /// would cost more than the append. Shards stored farther past the shape by other
+    /// means are not deleted.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shardwright::{Array, ArraySpec, MemoryStore};
+    /// let spec = ArraySpec::new(vec![6, 2], "uint8", vec![2, 2]).shards(vec![4, 2]);
+    /// let array = Array::create(Arc::new(MemoryStore::new()), "t", &spec).unwrap();
+    /// let mut appender = array.appender_near_end(0).unwrap();
+    /// appender.append(&[5, 5], &[2]).unwrap();
+    /// let array = appender.finish().unwrap();
+    /// assert_eq!(array.read(&array.bounds()).unwrap()[12..], [5, 5]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`appender`](Self::appender).
+    pub fn appender_near_end(&self, axis: usize) -> Result<Appender> {
+        Appender::open(self, axis, false)
     }
 }

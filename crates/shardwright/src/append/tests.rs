@@ -282,3 +282,90 @@ fn past_the_last_frame_a_slab_holds_the_fill_value() {
     want.resize(24, 5);
     assert_eq!(grown.read(&grown.bounds()).unwrap(), want);
 }
+
+#[test]
+fn a_record_of_an_unfinished_shrink_does_not_clear_the_appended_slabs() {
+    // The regression: each grow is a resize, which first clears what the record names
+    // outside the stored shape — where the appender had just stored its slab.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let array = make(store.clone(), 0);
+    let mut appender = array.appender(0).unwrap();
+    appender.append(&frames(0..10), &[10, 4, 6]).unwrap();
+    appender.finish().unwrap();
+    // As a shrink from 128 to 10 killed during its clearing leaves it.
+    store
+        .put(
+            "a/shardwright-resize.json",
+            &[br#"{"extent": [128, 4, 6]}"#],
+        )
+        .unwrap();
+    let mut appender = Array::open(store.clone(), "a")
+        .unwrap()
+        .appender(0)
+        .unwrap();
+    assert_eq!(store.get("a/shardwright-resize.json").unwrap(), None);
+    appender.append(&frames(10..64), &[54, 4, 6]).unwrap();
+    let array = appender.finish().unwrap();
+    assert_eq!(array.layout().shape(), &[64, 4, 6]);
+    let stored = Array::open(store, "a").unwrap();
+    assert_eq!(stored.read(&stored.bounds()).unwrap(), frames(0..64));
+}
+
+#[test]
+fn a_stored_slab_is_shown_by_the_next_call_and_lost_to_a_kill_before_it() {
+    // As the module docs say: a slab whose store completed stays hidden until the next
+    // append, flush or finish; a process killed before that loses it.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let array = make(store.clone(), 0);
+    let mut appender = array.appender(0).unwrap();
+    appender.append(&frames(0..4), &[4, 4, 6]).unwrap(); // slab 0, stored in the background
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.get("a/c/0/0/1").unwrap().is_none() || store.get("a/c/0/0/0").unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "slab 0 never stored");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        Array::open(store.clone(), "a").unwrap().layout().shape()[0],
+        0
+    );
+    std::mem::forget(appender); // killed: nothing more runs
+    let mut again = Array::open(store.clone(), "a")
+        .unwrap()
+        .appender(0)
+        .unwrap();
+    assert_eq!(again.length(), 0);
+    assert_eq!(store.get("a/c/0/0/0").unwrap(), None); // deleted as debris
+    again.append(&frames(0..4), &[4, 4, 6]).unwrap();
+    again.flush().unwrap();
+    assert_eq!(Array::open(store, "a").unwrap().layout().shape()[0], 4);
+}
+
+#[test]
+fn an_appender_near_the_end_sweeps_two_slabs_and_never_lists() {
+    let store = Arc::new(InstrumentedStore::new(Arc::new(MemoryStore::new())));
+    let array = make(store.clone(), 0);
+    let mut appender = array.appender(0).unwrap();
+    appender.append(&frames(0..40), &[40, 4, 6]).unwrap(); // 10 slabs, 20 shards
+    let array = appender.finish().unwrap();
+    leave_debris(&array, 40, 44);
+    store.reset();
+    let mut appender = array.appender_near_end(0).unwrap();
+    appender.append(&frame(40), &[4, 6]).unwrap();
+    let array = appender.finish().unwrap();
+    let events = store.events();
+    let lists = events.iter().filter(|e| matches!(e, IoEvent::List(_)));
+    assert_eq!(lists.count(), 0, "{events:?}");
+    let deletes = events.iter().filter(|e| matches!(e, IoEvent::Delete(_)));
+    assert_eq!(deletes.count(), 4, "{events:?}"); // two slabs of two shards
+    let grown = array.resize(vec![48, 4, 6]).unwrap();
+    let mut want = frames(0..41);
+    want.resize(48 * 24, 0);
+    assert_eq!(grown.read(&grown.bounds()).unwrap(), want); // the debris is gone
+                                                            // The listing appender lists once.
+    store.reset();
+    grown.appender(0).unwrap();
+    let lists = store.events();
+    let lists = lists.iter().filter(|e| matches!(e, IoEvent::List(_)));
+    assert_eq!(lists.count(), 1);
+}

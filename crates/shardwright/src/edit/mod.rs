@@ -176,6 +176,24 @@ impl Array {
         Ok(resized)
     }
 
+    /// The array with what an unfinished shrink left outside its stored shape cleared:
+    /// when a record of one (`shardwright-resize.json`) lies next to `zarr.json`, a
+    /// resize to the stored shape clears what it names and deletes it; else this array.
+    /// A writer of the elements past the shape (an appender) settles it first, or a
+    /// later resize would clear what it stored there.
+    ///
+    /// # Errors
+    /// As [`resize`](Self::resize).
+    pub(crate) fn settle_unfinished_resize(&self) -> Result<Array> {
+        let key = join(self.path(), clear::RECORD_KEY);
+        if self.store().get(&key)?.is_none() {
+            return Ok(self.clone());
+        }
+        let (metadata, _) = self.stored_metadata(&join(self.path(), METADATA_KEY))?;
+        let stored = Layout::from_json(metadata.as_bytes())?;
+        self.resize(stored.shape().to_vec())
+    }
+
     /// The stored `zarr.json`'s text, with its version.
     fn stored_metadata(&self, key: &str) -> Result<(String, crate::store::Version)> {
         let (bytes, version) = self
