@@ -273,7 +273,7 @@ class ImageAppender:
         """The axis appended along.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
@@ -288,14 +288,14 @@ class ImageAppender:
         """The frames of level 0 along the axis so far.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
         >>> with img.appender(axis=0) as ap:
         ...     ap.append(np.ones((3, 4, 4), "uint8"))
         ...     ap.length
-        3
+        5
         """
         return int(self._core.length)
 
@@ -305,14 +305,14 @@ class ImageAppender:
         without the frames their partial groups make at :meth:`close`).
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
         >>> with img.appender(axis=0) as ap:
         ...     ap.append(np.ones((3, 4, 4), "uint8"))
         ...     ap.shapes
-        [(3, 4, 4), (1, 2, 2)]
+        [(5, 4, 4), (2, 2, 2)]
         """
         return [tuple(int(n) for n in s) for s in self._core.shapes]
 
@@ -321,7 +321,7 @@ class ImageAppender:
         """Whether :meth:`close` was called.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
@@ -339,7 +339,7 @@ class ImageAppender:
         store a slab, every later call raises its error and appends nothing.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
@@ -347,7 +347,7 @@ class ImageAppender:
         ...     ap.append(np.full((4, 4), 2, "uint8"))      # one frame
         ...     ap.append(np.full((2, 4, 4), 4, "uint8"))   # a block of two
         >>> img.levels[1][:, 0, 0].tolist()
-        [3, 4]
+        [0, 3, 4]
         """
         self._core.append(self._checker._prepared(data))
 
@@ -355,15 +355,15 @@ class ImageAppender:
         """Wait until every level's complete slabs are stored and shown.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
         >>> with img.appender(axis=0) as ap:
         ...     ap.append(np.ones((4, 4, 4), "uint8"))
         ...     ap.flush()
-        ...     [a.shape for a in sw.open_image(img.path).levels]
-        [(4, 4, 4), (2, 2, 2)]
+        ...     [sw.open(a.path).shape for a in img.levels]
+        [(6, 4, 4), (3, 2, 2)]
         """
         self._core.flush()
 
@@ -374,7 +374,7 @@ class ImageAppender:
         every frame appended), then the first error is raised.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(0, 4, 4),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/i.ome.zarr", shape=(2, 4, 4),
         ...                       dtype="uint8", chunks=(2, 4, 4), shards=(2, 4, 4),
         ...                       factors=(2, 2, 2),
         ...                       levels=2, axes="tyx")
@@ -382,7 +382,7 @@ class ImageAppender:
         >>> ap.append(np.full((3, 4, 4), 8, "uint8"))
         >>> ap.close(); ap.close()
         >>> [a.shape for a in img.levels]
-        [(3, 4, 4), (2, 2, 2)]
+        [(5, 4, 4), (3, 2, 2)]
         """
         cores = self._core.close()
         if cores is not None:
