@@ -175,7 +175,7 @@ fn finish(
             .checked_mul(height)
             .and_then(|n| n.checked_mul(samples))
             .and_then(|n| n.checked_mul(element as u64));
-        if !want.is_some_and(|n| data.len() as u64 >= n) {
+        if want.is_none_or(|n| (data.len() as u64) < n) {
             return Err(TiffError::Decode {
                 path: tiff.path.display().to_string(),
                 page: info.ifd,
