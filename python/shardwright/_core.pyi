@@ -219,9 +219,11 @@ class Source:
 
 def open_tiff(spec: str) -> tuple[Source, dict[str, Any]]:
     """A TIFF / BigTIFF / OME-TIFF / ImageJ file, a folder of TIFF files or a glob pattern
-    of them, as a ``Source``, with ``{"axes", "scale", "units", "channels"}`` (the last
-    three ``None`` when the files say nothing of them; ``channels``: a list of
-    ``{"label", "color"}``). Errors: ``UnsupportedError`` (not a TIFF, a compression or
+    of them, as a ``Source``, with ``{"axes", "scale", "units", "channels",
+    "pixel_sizes"}`` (``scale``, ``units`` and ``channels`` ``None`` when the files say
+    nothing of them; ``channels``: a list of ``{"label", "color"}``; ``pixel_sizes``: per
+    axis, a float where the files declare the axis's pixel size and ``None`` where they do
+    not, where ``scale`` says 1.0). Errors: ``UnsupportedError`` (not a TIFF, a compression or
     sample layout not supported), ``ShapeError`` (pages or files that differ),
     ``ArrayNotFoundError`` (no TIFF files), ``ShardwrightError`` (I/O, bad metadata).
 
@@ -233,6 +235,8 @@ def open_tiff(spec: str) -> tuple[Source, dict[str, Any]]:
     >>> source, info = _core.open_tiff(str(path))
     >>> info["axes"], source.shape, source.dtype
     (['y', 'x'], [3, 4], 'uint16')
+    >>> info["pixel_sizes"]
+    [None, None]
     >>> source.read([1, 0], [1, 4]).view("uint16").tolist()
     [4, 5, 6, 7]
     """

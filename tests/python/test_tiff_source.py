@@ -93,6 +93,7 @@ def test_ome_tiff_metadata(tmp_path: Path):
         "axes": ["t", "c", "z", "y", "x"],
         "scale": [1.0, 1.0, 2.0, 0.406, 0.406],
         "units": [None, None, "micrometer", "micrometer", "micrometer"],
+        "pixel_sizes": [None, None, 2.0, 0.406, 0.406],
         "channels": [
             {"label": "DAPI", "color": "FF0000"},
             {"label": "GFP", "color": "00FF00"},
@@ -107,8 +108,31 @@ def test_a_folder_and_a_pattern_stack_the_files(tmp_path: Path):
         tifffile.imwrite(tmp_path / f"slice_{i:02}.tif", plane)
     for spec in (str(tmp_path), str(tmp_path / "slice_*.tif")):
         source, info = _core.open_tiff(spec)
-        assert info == {"axes": ["z", "y", "x"], "scale": None, "units": None, "channels": None}
+        assert info == {
+            "axes": ["z", "y", "x"],
+            "scale": None,
+            "units": None,
+            "channels": None,
+            "pixel_sizes": [None, None, None],
+        }
         np.testing.assert_array_equal(read_all(source), planes)
+
+
+def test_pixel_sizes_are_none_where_the_files_declare_none(tmp_path: Path):
+    # Slices of 0.1 um pixels, no z spacing: z's size is unknown (None), not 1.0 as the
+    # scale (OME's) says.
+    for i, plane in enumerate(ramp((2, 8, 10), "uint16")):
+        tifffile.imwrite(
+            tmp_path / f"slice_{i}.tif",
+            plane,
+            resolution=(100000, 100000),
+            resolutionunit="CENTIMETER",
+        )
+    _, info = _core.open_tiff(str(tmp_path))
+    assert info["axes"] == ["z", "y", "x"]
+    assert info["pixel_sizes"][0] is None
+    assert info["pixel_sizes"][1:] == pytest.approx([0.1, 0.1])
+    assert info["scale"] == pytest.approx([1.0, 0.1, 0.1])
 
 
 def test_errors_have_the_classes_of_their_kinds(tmp_path: Path):

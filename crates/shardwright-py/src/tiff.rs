@@ -10,7 +10,9 @@ use crate::pyramid::{native, PySource};
 
 /// Open a TIFF / BigTIFF / OME-TIFF / ImageJ file, a folder of TIFF files or a glob
 /// pattern of them (without the GIL); returns the source and `{"axes", "scale", "units",
-/// "channels"}` (each of the last three `None` when the files say nothing of it).
+/// "channels", "pixel_sizes"}` (each of `scale`, `units` and `channels` `None` when the
+/// files say nothing of it; `pixel_sizes`: per axis, its size or `None` where the files do
+/// not declare it, where `scale` says 1.0).
 #[pyfunction]
 pub(crate) fn open_tiff<'py>(
     py: Python<'py>,
@@ -25,6 +27,7 @@ pub(crate) fn open_tiff<'py>(
         info.set_item("axes", source.axes())?;
         info.set_item("scale", image.scale)?;
         info.set_item("units", image.units)?;
+        info.set_item("pixel_sizes", source.pixel_sizes())?;
         let channels = match image.channels {
             None => None,
             Some(channels) => {

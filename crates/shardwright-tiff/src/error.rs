@@ -37,8 +37,9 @@ pub enum TiffError {
         /// Its TIFF code.
         code: u16,
     },
-    /// Samples that are not 8 to 64-bit integers or 32/64-bit floats.
-    #[error("page {page} of '{path}' has {found}; supported: 8, 16, 32 or 64-bit unsigned or signed integers and 32 or 64-bit floats, the same for every sample")]
+    /// Samples that are not 8 to 64-bit integers or 32/64-bit floats, or that the tiff
+    /// crate does not decode all of (an extra sample that is not alpha).
+    #[error("page {page} of '{path}' has {found}")]
     SampleLayout {
         /// The file.
         path: String,
@@ -173,6 +174,11 @@ impl TiffError {
         }
     }
 }
+
+/// What the source reads of samples, the end of [`TiffError::SampleLayout`]'s message for
+/// a data type it does not.
+pub(crate) const SUPPORTED_SAMPLES: &str = "supported: 8, 16, 32 or 64-bit unsigned or \
+     signed integers and 32 or 64-bit floats, the same for every sample";
 
 /// The name of TIFF compression `code`, for the message of one that is not supported.
 pub(crate) fn compression_name(code: u16) -> &'static str {

@@ -1,16 +1,22 @@
-//! One TIFF file: its pages indexed at open (tags only, no pixel data) and a pool of
-//! decoders that decode its strips and tiles.
+//! One TIFF file: its pages indexed at open (tags only, no pixel data), and the decoding
+//! of its strips and tiles with decoders from the source's pool.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use tiff::decoder::{ChunkType, Decoder, Limits};
 use tiff::tags::Tag;
 use tiff::TiffError as Raw;
 
-use crate::error::{compression_name, TiffError};
+use crate::error::{compression_name, TiffError, SUPPORTED_SAMPLES};
+use crate::pool::Decoders;
+
+/// What the source reads of interleaved samples, for pages whose samples the tiff crate
+/// would not all give.
+const EXTRA_SAMPLES: &str = "supported: the samples of the photometric interpretation \
+     (1 gray, 3 RGB) plus extra samples marked as alpha (ExtraSamples 1 or 2), or any \
+     samples in separate planes (PlanarConfiguration 2)";
 
 /// Compressions the tiff crate decodes (with this crate's features).
 const SUPPORTED: &[u16] = &[1, 5, 7, 8, 32946, 32773, 50000];
@@ -124,15 +130,18 @@ impl Page {
     }
 }
 
-type Reader = Decoder<BufReader<File>>;
+pub(crate) type Reader = Decoder<BufReader<File>>;
 
-/// A TIFF file: its full-resolution pages and its decoders.
+/// The most bytes of one tag's values the tiff crate may allocate (an OME-XML
+/// description, a large image's strip or tile offsets): a tag declaring more, whatever
+/// the file holds, is an error rather than an allocation of that size.
+const TAG_BYTES: usize = 1 << 30;
+
+/// A TIFF file: its full-resolution pages.
 #[derive(Debug)]
 pub(crate) struct TiffFile {
     pub(crate) path: PathBuf,
     pub(crate) pages: Vec<Page>,
-    /// Idle decoders, each with the IFD it is positioned on.
-    pool: Mutex<Vec<(Reader, usize)>>,
 }
 
 /// Whether `path` starts with a TIFF or BigTIFF header.
@@ -150,10 +159,15 @@ fn is_header(head: &[u8]) -> bool {
     matches!(head, b"II*\0" | b"MM\0*" | b"II+\0" | b"MM\0+")
 }
 
-fn new_decoder(path: &Path) -> Result<Reader, TiffError> {
+pub(crate) fn new_decoder(path: &Path) -> Result<Reader, TiffError> {
     let file = File::open(path).map_err(|e| TiffError::io(path, e))?;
+    // Strips and tiles are read into this crate's buffers (`read_chunk_bytes`), whatever
+    // their size; only tag values are bounded.
+    let mut limits = Limits::unlimited();
+    limits.decoding_buffer_size = TAG_BYTES;
+    limits.ifd_value_size = TAG_BYTES;
     Decoder::new(BufReader::new(file))
-        .map(|d| d.with_limits(Limits::unlimited()))
+        .map(|d| d.with_limits(limits))
         .map_err(|e| TiffError::io(path, format!("not a readable TIFF: {e}")))
 }
 
@@ -188,28 +202,45 @@ impl TiffFile {
                 .next_image()
                 .map_err(|e| TiffError::io(path, format!("page {ifd}: {e}")))?;
         }
+        // The decoder is closed here: a folder's files are read with the source's pool,
+        // which bounds the files open at once.
         Ok(Self {
             path: path.to_path_buf(),
             pages,
-            pool: Mutex::new(vec![(decoder, ifd)]),
         })
     }
 
     /// The decoded bytes (`height × width × samples`, native endian, edge padding cut) of
-    /// chunk `chunk` of `page`.
-    pub(crate) fn decode(&self, page: &Page, chunk: u32) -> Result<Vec<u8>, TiffError> {
-        let taken = self.pool.lock().ok().and_then(|mut p| p.pop());
-        let (mut decoder, at) = match taken {
-            Some(d) => d,
-            None => (new_decoder(&self.path)?, 0),
-        };
-        let fail = |e: Raw| TiffError::Decode {
+    /// chunk `chunk` of `page`, with a decoder of `decoders` (this file is the source's
+    /// file `id`).
+    pub(crate) fn decode(
+        &self,
+        decoders: &Decoders,
+        id: usize,
+        page: &Page,
+        chunk: u32,
+    ) -> Result<Vec<u8>, TiffError> {
+        let (slot, at, mut decoder) = decoders.take(id, || new_decoder(&self.path))?;
+        let data = self.decode_with(&mut decoder, at, page, chunk)?;
+        decoders.give(slot, id, decoder, page.ifd);
+        Ok(data)
+    }
+
+    fn decode_with(
+        &self,
+        decoder: &mut Reader,
+        at: usize,
+        page: &Page,
+        chunk: u32,
+    ) -> Result<Vec<u8>, TiffError> {
+        let error = |message: String, unsupported: bool| TiffError::Decode {
             path: self.path.display().to_string(),
             page: page.ifd,
             chunk,
-            unsupported: matches!(e, Raw::UnsupportedError(_)),
-            message: e.to_string(),
+            message,
+            unsupported,
         };
+        let fail = |e: Raw| error(e.to_string(), matches!(e, Raw::UnsupportedError(_)));
         if at != page.ifd {
             decoder.seek_to_image(page.ifd).map_err(fail)?;
         }
@@ -219,18 +250,59 @@ impl TiffFile {
         }
         .map_err(fail)?;
         if chunk >= count {
-            return Err(TiffError::Decode {
-                path: self.path.display().to_string(),
-                page: page.ifd,
-                chunk,
-                message: format!("the page has {count} strips or tiles; expected more"),
-                unsupported: false,
-            });
+            return Err(error(
+                format!("the page has {count} strips or tiles; expected more"),
+                false,
+            ));
         }
-        let (w, h) = decoder.chunk_data_dimensions(chunk);
-        let len = w as usize * h as usize * page.chunk_samples() * page.dtype.size();
-        let mut data = vec![0; len];
+        // The chunk's size by the page's tags as indexed at open; the decoder's must be the
+        // same (it is not if the file was rewritten since).
+        let (across, down) = page.chunk_grid();
+        let within = chunk % across.saturating_mul(down).max(1);
+        let (col, row) = (within % across.max(1), within / across.max(1));
+        let w = page
+            .chunk
+            .0
+            .min(page.width.saturating_sub(col.saturating_mul(page.chunk.0)));
+        let h = page
+            .chunk
+            .1
+            .min(page.height.saturating_sub(row.saturating_mul(page.chunk.1)));
+        // (The tiff crate gives the bottom tiles of the planes after the first whole, their
+        // rows past the page's edge too: those are cut below.)
+        let found = decoder.chunk_data_dimensions(chunk);
+        let same = found.0 == w && found.1 >= h;
+        if !same || decoder.dimensions().ok() != Some((page.width, page.height)) {
+            return Err(error(
+                format!(
+                    "it is {}x{} pixels; expected {h}x{w} (the file changed since it was opened?)",
+                    found.1, found.0
+                ),
+                false,
+            ));
+        }
+        let bytes = |rows: u32| {
+            u64::from(w)
+                .checked_mul(u64::from(rows))
+                .and_then(|n| n.checked_mul(page.chunk_samples() as u64))
+                .ok_or_else(|| shardwright::buffer::AllocError::new(u64::MAX))
+                .and_then(|n| shardwright::buffer::size_of(n, page.dtype.size()))
+        };
+        let (mut data, len) = bytes(found.1)
+            .and_then(|all| Ok((shardwright::buffer::zeroed(all)?, bytes(h)?)))
+            .map_err(|e| {
+                error(
+                    format!(
+                        "a strip or tile of {}x{w} pixels of {} {} sample(s): {e}",
+                        found.1,
+                        page.chunk_samples(),
+                        page.dtype.name()
+                    ),
+                    false,
+                )
+            })?;
         decoder.read_chunk_bytes(chunk, &mut data).map_err(fail)?;
+        data.truncate(len);
         match page.photometric {
             // The tiff crate inverts WhiteIsZero samples: give them as stored (as tifffile
             // and Bio-Formats do).
@@ -238,9 +310,6 @@ impl TiffFile {
             // It leaves JPEG's YCbCr as is: convert to RGB (JFIF's full-range transform).
             6 => ycbcr_to_rgb(&mut data),
             _ => {}
-        }
-        if let Ok(mut pool) = self.pool.lock() {
-            pool.push((decoder, page.ifd));
         }
         Ok(data)
     }
@@ -326,10 +395,14 @@ fn page(decoder: &mut Reader, path: &Path, ifd: usize, first: bool) -> Result<Pa
             page: ifd,
             found: format!(
                 "{samples} sample(s) per pixel of {bits:?} bits and sample format {formats:?} \
-                 (1: unsigned, 2: signed, 3: float)"
+                 (1: unsigned, 2: signed, 3: float); {SUPPORTED_SAMPLES}"
             ),
         });
     };
+    let extra: Vec<u16> = decoder
+        .find_tag_unsigned_vec(Tag::ExtraSamples)
+        .map_err(tags)?
+        .unwrap_or_default();
     let planar = decoder
         .find_tag_unsigned::<u16>(Tag::PlanarConfiguration)
         .map_err(tags)?
@@ -344,10 +417,32 @@ fn page(decoder: &mut Reader, path: &Path, ifd: usize, first: bool) -> Result<Pa
             page: ifd,
             found: format!(
                 "YCbCr pixels of {samples} {} sample(s){}; YCbCr is read as 3 interleaved \
-                 8-bit samples only",
+                 8-bit samples only; {SUPPORTED_SAMPLES}",
                 dtype.name(),
                 if planar { " in separate planes" } else { "" }
             ),
+        });
+    }
+    // The samples the tiff crate gives per pixel of a chunk: fewer than the page has (RGB
+    // with an extra sample that is not alpha: it gives RGB) would scramble the pixels.
+    // (In separate planes each chunk is one sample, which it gives whole.)
+    let given = decoder.colortype().map(|c| c.num_samples());
+    if !given.as_ref().is_ok_and(|n| planar || *n == samples) {
+        return Err(TiffError::SampleLayout {
+            path: show,
+            page: ifd,
+            found: match given {
+                Ok(n) => format!(
+                    "{samples} interleaved samples per pixel (photometric interpretation \
+                     {photometric}, extra samples {extra:?}) of which the tiff crate decodes \
+                     {n}; {EXTRA_SAMPLES}"
+                ),
+                Err(e) => format!(
+                    "{samples} sample(s) per pixel in photometric interpretation \
+                     {photometric}, which the tiff crate does not decode ({e}); \
+                     {EXTRA_SAMPLES}"
+                ),
+            },
         });
     }
     let (width, height) = decoder.dimensions().map_err(tags)?;

@@ -60,19 +60,48 @@ pub(crate) fn image(file: &TiffFile) -> Result<Image, TiffError> {
             source_name: described.source_name.into(),
         });
     };
-    let count: u64 = described.page_axes.iter().map(|(_, n)| n).product();
-    let available = file.pages.len() - first;
+    let count = described
+        .page_axes
+        .iter()
+        .try_fold(1u64, |total, (_, n)| total.checked_mul(*n));
+    let available = file.pages.len().saturating_sub(first);
+    let first_ifd = file.pages.get(first).map_or(described.first_ifd, |p| p.ifd);
+    let Some(count) = count.filter(|n| usize::try_from(*n).is_ok()) else {
+        let sizes: Vec<String> = described
+            .page_axes
+            .iter()
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect();
+        return Err(TiffError::Metadata {
+            path,
+            source_name: described.source_name.into(),
+            message: format!(
+                "its page axes ({}) multiply to more pages than can be counted; expected \
+                 at most the file's {available} pages from page {first_ifd}",
+                sizes.join(", "),
+            ),
+        });
+    };
     if count > available as u64 {
         return Err(TiffError::PageCount {
             path,
-            first: file.pages[first].ifd,
+            first: first_ifd,
             expected: usize::try_from(count).unwrap_or(usize::MAX),
             found: available,
             source_name: described.source_name.into(),
         });
     }
-    let head = &file.pages[first];
-    for page in &file.pages[first..first + count as usize] {
+    let pages = file.pages.get(first..).unwrap_or_default();
+    let Some(head) = pages.first() else {
+        return Err(TiffError::PageCount {
+            path,
+            first: described.first_ifd,
+            expected: 1,
+            found: 0,
+            source_name: described.source_name.into(),
+        });
+    };
+    for page in pages.iter().take(count as usize) {
         let fits = (page.width, page.height, page.samples, page.dtype)
             == (head.width, head.height, head.samples, head.dtype);
         if !fits {
@@ -211,6 +240,19 @@ pub(crate) fn stack(
         })
         .collect();
     Ok((axes, strides))
+}
+
+/// The pixel size of each of `axes` that the first file's metadata declares.
+pub(crate) fn pixel_sizes(axes: &[Axis], described: &Described) -> Vec<Option<f64>> {
+    axes.iter()
+        .map(|a| {
+            described
+                .scales
+                .iter()
+                .find(|(name, _, _)| *name == a.name)
+                .map(|s| s.1)
+        })
+        .collect()
 }
 
 /// The image metadata of `axes` from what the first file's metadata says.

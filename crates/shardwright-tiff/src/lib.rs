@@ -20,7 +20,9 @@
 //!   the files have no `z` axis (2-D slices), else `t` (z-stacks). All files must have
 //!   the same axes, shape and data type.
 //! - **Reading** decodes only the strips or tiles a region meets, in parallel (rayon),
-//!   each task with its own decoder from a per-file pool; the output is native endian.
+//!   each task with its own decoder from the source's pool, which keeps a few open
+//!   across all files (a folder of thousands of slices holds a few descriptors); the
+//!   output is native endian.
 //! - **Data types**: 8 to 64-bit unsigned and signed integers, 32 and 64-bit floats.
 //!   Compressions: none, LZW, deflate, zstd, packbits, JPEG (what the `tiff` crate
 //!   decodes; others are a [`TiffError::Compression`]). Samples come out as stored,
@@ -44,6 +46,7 @@ mod error;
 mod file;
 mod layout;
 mod meta;
+mod pool;
 mod read;
 
 use std::path::{Path, PathBuf};
@@ -73,10 +76,17 @@ use layout::{Axis, Kind};
 pub struct TiffSource {
     /// Each file, the index of its image's first page, its page strides by output axis.
     files: Vec<(TiffFile, usize, Vec<u64>)>,
+    /// The file, folder or pattern opened.
+    spec: String,
     axes: Vec<Axis>,
     dtype: DataType,
     metadata: ImageMetadata,
+    pixel_sizes: Vec<Option<f64>>,
+    /// Where the first file's axes come from: `OME-XML`, `ImageJ` or `TIFF`.
+    source_name: &'static str,
     grain: Option<Vec<u64>>,
+    /// The decoders open, shared by the files (bounding the files open at once).
+    decoders: pool::Decoders,
 }
 
 fn is_pattern(text: &str) -> bool {
@@ -178,13 +188,16 @@ impl TiffSource {
             .collect::<Result<_, _>>()?;
         let images: Vec<layout::Image> =
             files.iter().map(layout::image).collect::<Result<_, _>>()?;
-        let head = images[0].clone();
+        let Some(head) = images.first().cloned() else {
+            return Err(TiffError::NotFound { spec: spec.into() });
+        };
         let (axes, strides) = if stacked {
             layout::stack(spec, &files, &images)?
         } else {
             (head.axes.clone(), vec![head.strides.clone()])
         };
         let metadata = layout::metadata(&axes, &head.described);
+        let pixel_sizes = layout::pixel_sizes(&axes, &head.described);
         let files: Vec<(TiffFile, usize, Vec<u64>)> = files
             .into_iter()
             .zip(&images)
@@ -194,10 +207,14 @@ impl TiffSource {
         let grain = grain(&files, &axes);
         Ok(Self {
             files,
+            spec: spec.to_string(),
             axes,
             dtype: head.dtype,
             metadata,
+            pixel_sizes,
+            source_name: head.described.source_name,
             grain,
+            decoders: pool::Decoders::new(),
         })
     }
 
@@ -229,6 +246,25 @@ impl TiffSource {
         self.metadata.clone()
     }
 
+    /// The pixel size of each axis (in the unit of [`image_metadata`](Self::image_metadata)'s
+    /// `units`) where the file(s) declare it, `None` where they do not: unlike the scale of
+    /// the image metadata, which is 1.0 for an axis of unknown size, so that a folder of
+    /// slices (whose `z` spacing no file declares) can be told from one of 1.0 µm spacing.
+    ///
+    /// ```
+    /// use shardwright_tiff::TiffSource;
+    /// let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    /// // Resolution tags of 20000 pixels per centimetre: 0.5 µm in x and y.
+    /// let file = TiffSource::open(&format!("{data}/tiled_edge.tif")).unwrap();
+    /// assert_eq!(file.pixel_sizes(), [Some(0.5), Some(0.5)]);
+    /// let folder = TiffSource::open(&format!("{data}/folder2d")).unwrap();
+    /// assert_eq!(folder.pixel_sizes(), [None, None, None]);
+    /// ```
+    #[must_use]
+    pub fn pixel_sizes(&self) -> Vec<Option<f64>> {
+        self.pixel_sizes.clone()
+    }
+
     fn read_region(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {
         let shape: Vec<u64> = self.shape();
         region
@@ -241,14 +277,14 @@ impl TiffSource {
 /// The strip or tile shape in the output's axes, when every page of the image has the
 /// same.
 fn grain(files: &[(TiffFile, usize, Vec<u64>)], axes: &[Axis]) -> Option<Vec<u64>> {
-    let pages: u64 = axes
+    // (The image's page count, checked at open to fit in the file.)
+    let pages = axes
         .iter()
         .filter(|a| a.kind == Kind::Page)
-        .map(|a| a.size)
-        .product();
+        .try_fold(1usize, |n, a| n.checked_mul(usize::try_from(a.size).ok()?))?;
     let mut all = files.iter().flat_map(|(f, first, _)| {
-        let end = (*first as u64 + pages).min(f.pages.len() as u64) as usize;
-        f.pages[*first..end].iter()
+        let end = first.saturating_add(pages).min(f.pages.len());
+        f.pages.get(*first..end).unwrap_or_default().iter()
     });
     let head = all.next()?;
     if !all.all(|p| (p.chunk, p.planar) == (head.chunk, head.planar)) {

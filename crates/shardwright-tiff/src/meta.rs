@@ -207,11 +207,13 @@ fn imagej(text: &str, first: &Page) -> Described {
     let count = |key| value(key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(1);
     let (channels, slices, frames) = (count("channels"), count("slices"), count("frames"));
     let images = count("images");
-    let slices = if channels * slices * frames == 1 {
-        images
-    } else {
-        slices
-    };
+    // (A product past u64, from sizes no file has, is not 1: the image's page count
+    // check reports it.)
+    let one = channels
+        .checked_mul(slices)
+        .and_then(|n| n.checked_mul(frames))
+        == Some(1);
+    let slices = if one { images } else { slices };
     let mut scales = Vec::new();
     let unit = value("unit").map(|u| u.replace("\\u00B5", "µ"));
     if let Some(unit) = unit.as_deref().and_then(unit_name) {

@@ -1,10 +1,11 @@
 //! Reading a region: the strips and tiles it meets, decoded in parallel (one decoder per
-//! task, from each file's pool) and copied into the output.
+//! task, from the source's pool) and copied into the output.
 
 use rayon::prelude::*;
 use shardwright::Domain;
 
 use crate::error::TiffError;
+use crate::file::{Page, TiffFile};
 use crate::layout::Kind;
 use crate::TiffSource;
 
@@ -56,16 +57,33 @@ pub(crate) fn read(source: &TiffSource, region: &Domain) -> Result<Vec<u8>, Tiff
                 .find(|(k, _)| axes[**k].kind == kind)
                 .map(|(_, c)| *c)
         };
-        let file = usize::try_from(coord(Kind::File).unwrap_or(0)).unwrap_or(0);
-        let (tiff, first, strides) = &source.files[file];
-        let mut page = *first as u64;
+        let file = usize::try_from(coord(Kind::File).unwrap_or(0)).unwrap_or(usize::MAX);
+        let Some((tiff, first, strides)) = source.files.get(file) else {
+            return Err(TiffError::Layout {
+                path: source.spec.clone(),
+                message: format!("no file {file}; expected one of {}", source.files.len()),
+            });
+        };
+        let mut page = Some(*first as u64);
         let mut base = 0;
         for (k, c) in outer.iter().zip(&at) {
-            page += strides[*k] * c;
+            let step = strides.get(*k).and_then(|s| s.checked_mul(*c));
+            page = page.zip(step).and_then(|(p, s)| p.checked_add(s));
             base += out_strides[*k] * (c - origin[*k]);
         }
-        let page = usize::try_from(page).unwrap_or(usize::MAX);
-        let info = &tiff.pages[page];
+        let index = page.and_then(|p| usize::try_from(p).ok());
+        let Some((page, info)) = index.and_then(|p| Some((p, tiff.pages.get(p)?))) else {
+            let wanted = page.map_or(u64::MAX, |p| {
+                p.saturating_sub(*first as u64).saturating_add(1)
+            });
+            return Err(TiffError::PageCount {
+                path: tiff.path.display().to_string(),
+                first: tiff.pages.get(*first).map_or(0, |p| p.ifd),
+                expected: usize::try_from(wanted).unwrap_or(usize::MAX),
+                found: tiff.pages.len().saturating_sub(*first),
+                source_name: source.source_name.into(),
+            });
+        };
         let sample = coord(Kind::Sample);
         // Chunky samples come whole with each chunk: take them once, at the first sample.
         let skip =
@@ -99,7 +117,7 @@ pub(crate) fn read(source: &TiffSource, region: &Domain) -> Result<Vec<u8>, Tiff
                     region,
                     &out_strides,
                     (ya, xa, sample_axis),
-                    total * element,
+                    total.saturating_mul(element),
                 );
             }
             k -= 1;
@@ -121,26 +139,54 @@ fn finish(
     (ya, xa, sample_axis): (usize, usize, Option<usize>),
     bytes: usize,
 ) -> Result<Vec<u8>, TiffError> {
-    let decoded: Vec<Vec<u8>> = tasks
+    let decoded: Vec<(&Page, &TiffFile, Vec<u8>)> = tasks
         .par_iter()
         .map(|t| {
-            let (tiff, _, _) = &source.files[t.file];
-            tiff.decode(&tiff.pages[t.page], t.chunk)
+            let found = source
+                .files
+                .get(t.file)
+                .and_then(|(tiff, _, _)| Some((tiff, tiff.pages.get(t.page)?)));
+            let Some((tiff, page)) = found else {
+                return Err(TiffError::Layout {
+                    path: source.spec.clone(),
+                    message: format!("no page {} in file {}", t.page, t.file),
+                });
+            };
+            let data = tiff.decode(&source.decoders, t.file, page, t.chunk)?;
+            Ok((page, tiff, data))
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, TiffError>>()?;
     let element = source.dtype.size();
-    let mut out = vec![0u8; bytes];
+    let mut out = shardwright::buffer::zeroed(bytes).map_err(|e| TiffError::Layout {
+        path: source.spec.clone(),
+        message: format!("the region to read: {e}"),
+    })?;
     let origin = region.origin();
     let shape = region.shape();
     let (y0, y1) = (origin[ya], origin[ya] + shape[ya]);
     let (x0, x1) = (origin[xa], origin[xa] + shape[xa]);
     let (s0, s1) = sample_axis.map_or((0, 1), |a| (origin[a], origin[a] + shape[a]));
-    for (task, data) in tasks.iter().zip(&decoded) {
-        let (tiff, _, _) = &source.files[task.file];
-        let info = &tiff.pages[task.page];
+    for (task, (info, tiff, data)) in tasks.iter().zip(&decoded) {
         let samples = info.chunk_samples() as u64;
         let width = (u64::from(info.chunk.0)).min(u64::from(info.width) - task.left);
         let height = (u64::from(info.chunk.1)).min(u64::from(info.height) - task.top);
+        // `decode` checked the chunk's size against the page's: this holds.
+        let want = width
+            .checked_mul(height)
+            .and_then(|n| n.checked_mul(samples))
+            .and_then(|n| n.checked_mul(element as u64));
+        if want.is_none_or(|n| (data.len() as u64) < n) {
+            return Err(TiffError::Decode {
+                path: tiff.path.display().to_string(),
+                page: info.ifd,
+                chunk: task.chunk,
+                message: format!(
+                    "decoded {} bytes; expected {height}x{width} pixels",
+                    data.len()
+                ),
+                unsupported: false,
+            });
+        }
         let rows = (y0.max(task.top), y1.min(task.top + height));
         let cols = (x0.max(task.left), x1.min(task.left + width));
         if rows.0 >= rows.1 || cols.0 >= cols.1 {

@@ -225,3 +225,24 @@ fn malformed_ome_xml_is_a_metadata_error() {
         "{text}"
     );
 }
+
+#[test]
+fn interleaved_rgb_with_an_extra_sample_that_is_not_alpha_is_unsupported() {
+    // SamplesPerPixel 4, ExtraSamples 0 (unspecified): the tiff crate decodes RGB, 3
+    // samples, which read as 4 per pixel would scramble the pixels.
+    let err = error(&data("rgb_extra.tif"));
+    assert!(
+        matches!(err, TiffError::SampleLayout { page: 0, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    let text = err.to_string();
+    assert!(text.contains("rgb_extra.tif"), "{text}");
+    assert!(
+        text.contains(
+            "4 interleaved samples per pixel (photometric interpretation 2, extra samples \
+             [0]) of which the tiff crate decodes 3; supported: "
+        ),
+        "{text}"
+    );
+}

@@ -103,3 +103,25 @@ fn a_folder_takes_the_first_files_metadata_with_the_new_axis_unscaled() {
     assert_eq!(image.scale, Some(vec![1.0, 0.5, 0.5]));
     assert_eq!(image.units.unwrap()[0], None);
 }
+
+#[test]
+fn pixel_sizes_are_none_where_the_files_declare_none() {
+    // Slices with 0.1 µm pixels in x and y and no z spacing: z's size is unknown, not 1.0
+    // (the image metadata's scale, for OME, says 1.0).
+    let source = open("folder_resolution");
+    let sizes = source.pixel_sizes();
+    assert_eq!(sizes.len(), 3);
+    assert_eq!(sizes[0], None);
+    for size in &sizes[1..] {
+        let size = size.expect("x and y sizes");
+        assert!((size - 0.1).abs() < 1e-12, "{sizes:?}");
+    }
+    let scale = source.image_metadata().scale.expect("a scale");
+    assert_eq!(scale[0], 1.0);
+    let sizes = open("ome_xyzct.ome.tif").pixel_sizes();
+    assert_eq!(
+        sizes,
+        [Some(1.5), None, Some(2.0), Some(0.406), Some(0.406)]
+    );
+    assert_eq!(open("strip_lzw.tif").pixel_sizes(), [None, None]);
+}

@@ -18,6 +18,21 @@ type Case = (
 );
 
 const CASES: &[Case] = &[
+    // RGB and a 4th sample that is not alpha, in separate planes: every sample decodes
+    (
+        "rgb_extra_planar.tif",
+        "cyx",
+        &[4, 8, 10],
+        "uint8",
+        &[1, 8, 10],
+    ),
+    (
+        "rgb_planar_tiled.tif",
+        "cyx",
+        &[3, 20, 30],
+        "uint8",
+        &[1, 16, 16],
+    ),
     ("strip_none.tif", "zyx", &[3, 40, 50], "uint16", &[1, 7, 50]),
     ("strip_lzw.tif", "yx", &[40, 50], "uint8", &[9, 50]),
     ("deflate.tif", "zyx", &[2, 40, 50], "uint16", &[1, 40, 50]),

@@ -1,6 +1,8 @@
 //! What the fixtures hold (tests/data/make_fixtures.py writes them by the same formula).
 #![allow(dead_code)]
 
+pub mod craft;
+
 use shardwright::Domain;
 
 pub fn data(name: &str) -> String {

@@ -36,7 +36,7 @@ def write(name, axes, shape, dtype, **kwargs):
 def main():
     for old in HERE.glob("*.tif"):
         old.unlink()
-    for folder in ("folder2d", "folder3d", "folder_mixed"):
+    for folder in ("folder2d", "folder3d", "folder_mixed", "folder_resolution"):
         shutil.rmtree(HERE / folder, ignore_errors=True)
     write("strip_none.tif", "zyx", (3, 40, 50), "uint16", rowsperstrip=7)
     write("strip_lzw.tif", "yx", (40, 50), "uint8", compression="lzw", rowsperstrip=9)
@@ -151,6 +151,59 @@ def main():
         description='<?xml version="1.0"?><OME><Image><Pixels DimensionOrder="XYZCT" '
         'SizeX="8" SizeY="8" SizeZ="zero"/></Image></OME>',
     )
+
+    # RGB with a 4th sample that is not alpha (ExtraSamples 0, unspecified): the tiff
+    # crate decodes interleaved pixels as RGB, so the source refuses them; in separate
+    # planes every sample is decoded
+    write("rgb_extra.tif", "yxc", (8, 10, 4), "uint8", photometric="rgb", extrasamples=[0])
+    write(
+        "rgb_extra_planar.tif",
+        "cyx",
+        (4, 8, 10),
+        "uint8",
+        photometric="rgb",
+        planarconfig="separate",
+        extrasamples=[0],
+    )
+    # tiles cut at the bottom edge in every plane
+    write(
+        "rgb_planar_tiled.tif",
+        "cyx",
+        (3, 20, 30),
+        "uint8",
+        photometric="rgb",
+        planarconfig="separate",
+        tile=(16, 16),
+    )
+    # page axes whose sizes multiply past 2**64 (to 0 when wrapped)
+    write(
+        "ome_overflow.ome.tif",
+        "yx",
+        (8, 8),
+        "uint8",
+        metadata=None,
+        description='<?xml version="1.0"?><OME><Image><Pixels DimensionOrder="XYZCT" '
+        'SizeX="8" SizeY="8" SizeZ="4294967296" SizeC="1" SizeT="4294967296"/></Image></OME>',
+    )
+    write(
+        "imagej_overflow.tif",
+        "yx",
+        (8, 8),
+        "uint8",
+        metadata=None,
+        description="ImageJ=1.11a\nimages=1\nchannels=4294967296\nslices=4294967296\n",
+    )
+    # slices with 0.1 um pixels (resolution tags) and no z spacing
+    (HERE / "folder_resolution").mkdir()
+    for i in range(2):
+        write(
+            f"folder_resolution/slice_{i}.tif",
+            "yx",
+            (8, 10),
+            "uint16",
+            resolution=(100000, 100000),
+            resolutionunit="CENTIMETER",
+        )
 
 
 if __name__ == "__main__":
