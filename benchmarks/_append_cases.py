@@ -33,8 +33,15 @@ CASES = {
     "tensorstore_txn": "TensorStore: per shard-deep slab, resize, write the frames in a "
     "transaction, commit",
     "zarr_append": "zarr-python Array.append(frame[None]) per frame",
+    "sw_image_appender": "shardwright: sw.create_image(shape=(0, c, y, x), factors (1, 1, 2, 2), "
+    "3 levels); with img.appender(axis=0) as ap: ap.append(frame)",
+    "acquire_zarr_levels": "acquire-zarr ZarrStream.append(frame), zstd, MEAN downsampling, "
+    "3 levels",
 }
 SW = "sw_appender"
+# the cases that write an image (a group whose level 0 is the array "0")
+IMAGE_CASES = ("sw_image_appender", "acquire_zarr_levels")
+LEVELS = 3
 
 
 def frames_ring(frame: tuple[int, ...]) -> list[Any]:
@@ -99,6 +106,20 @@ def sw_append(dest: Any, n: int, ring: list[Any], chunks, shards, extra: dict[st
         extra["stats"] = {k: v for k, v in stats.items() if isinstance(v, (int, float))}
 
 
+def sw_image_append(dest: Any, n: int, ring: list[Any], chunks, shards) -> None:
+    """The user's loop into an image whose coarser levels (2x2 in y and x) grow with it."""
+    import shardwright as sw
+
+    img = sw.create_image(
+        dest, shape=(0, *ring[0].shape), dtype="uint16", chunks=chunks, shards=shards,
+        factors=(1, 1, 2, 2), levels=LEVELS, axes="".join(AXES), compressor="zstd",
+        compression_level=ZSTD_LEVEL,
+    )  # fmt: skip
+    with img.appender(axis=0) as ap:
+        for i in range(n):
+            ap.append(ring[i % RING])
+
+
 def case_runner(case: str, dst: str, size: str, extra: dict[str, Any]):
     """The imports and the frames of ``case`` (here, before the clock) and its timed part."""
     n, frame, chunks, shards = SIZES[size]
@@ -110,7 +131,12 @@ def case_runner(case: str, dst: str, size: str, extra: dict[str, Any]):
         if not hasattr(sw.Array, "appender"):
             raise RuntimeError(f"shardwright at {os.path.dirname(sw.__file__)} has no appender()")
         return lambda: sw_append(dst, n, ring, chunks, shards, extra)
-    if case == "acquire_zarr":
+    if case == "sw_image_appender":
+        import shardwright as sw
+
+        extra["versions"] = {"shardwright": getattr(sw, "__version__", None)}
+        return lambda: sw_image_append(dst, n, ring, chunks, shards)
+    if case in ("acquire_zarr", "acquire_zarr_levels"):
         from importlib.metadata import version
 
         import acquire_zarr as az
@@ -134,6 +160,11 @@ def case_runner(case: str, dst: str, size: str, extra: dict[str, Any]):
                 az.ArraySettings(
                     dimensions=dims,
                     data_type=np.uint16,
+                    **(
+                        {"downsampling_method": az.DownsamplingMethod.MEAN, "max_levels": LEVELS}
+                        if case == "acquire_zarr_levels"
+                        else {}
+                    ),
                     compression=az.CompressionSettings(
                         compressor=az.Compressor.ZSTD,
                         codec=az.CompressionCodec.ZSTD,
@@ -293,9 +324,13 @@ def child_verify(job: dict[str, Any]) -> dict[str, Any]:
     n, frame, _, shards = SIZES[job["size"]]
     ring = frames_ring(frame)
     out: dict[str, Any] = {"equal": False}
+    root = Path(job["dst"], "0") if job.get("case") in IMAGE_CASES else Path(job["dst"])
     try:
-        out.update(bp.zarr_layout(json.loads(Path(job["dst"], "zarr.json").read_text())))
-        t = ts.open(bp.ts_spec(job["dst"])).result()
+        if job.get("case") in IMAGE_CASES:
+            group = Path(job["dst"])
+            out["levels"] = sorted(p.name for p in group.iterdir() if (p / "zarr.json").exists())
+        out.update(bp.zarr_layout(json.loads(Path(root, "zarr.json").read_text())))
+        t = ts.open(bp.ts_spec(str(root))).result()
         out["shape"] = list(t.shape)
         if tuple(t.shape) != (n, *frame):
             out["problem"] = f"shape {t.shape}, expected {(n, *frame)}"

@@ -86,7 +86,7 @@ def measure(case: str, size: str, work: Path, args) -> dict[str, Any]:
     res = bp.run_measured(job, args.timeout, args.quiet_wait, args.retries, clean, __file__)
     if "error" not in res:
         res["stored_bytes"] = bp.stored_bytes(dst) if dst.exists() else None
-        check = run_child({"kind": "verify", "dst": str(dst), "size": size}, 3600)
+        check = run_child({"kind": "verify", "dst": str(dst), "size": size, "case": case}, 3600)
         res["check"] = check
         res["verified"] = (
             "check failed" if "error" in check else ("equal" if check["equal"] else "wrong")

@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import _core
+from ._errors import ShapeError
 from ._image_metadata import ChannelSpec
-from ._pyramid import Levels, Shapes, build_levels, engine_source_of, options_for
+from ._pyramid import Levels, Shapes, build_levels
+from ._sources import engine_source_of, options_for
 
 _OME_AXES = "tczyx"
 
 
 def tiff_of(source: Any) -> tuple[Any, dict[str, Any]] | None:
     """The engine's reader of ``source`` and what the file says (``axes``, ``scale``,
-    ``units``, ``channels``) when ``source`` names a TIFF file, a folder of TIFF files or a
-    glob pattern of them; ``None`` for anything else.
+    ``units``, ``channels``, ``pixel_sizes``) when ``source`` is a local path that is no
+    Zarr array: a TIFF file, a folder of TIFF files or a glob pattern of them (a file that
+    is not a TIFF, a folder or pattern without TIFF files: the reader's error says so);
+    ``None`` for anything else.
 
     >>> tiff_of(12) is None
     True
@@ -27,9 +32,66 @@ def tiff_of(source: Any) -> tuple[Any, dict[str, Any]] | None:
     if not isinstance(source, (str, os.PathLike)):
         return None
     text = os.fspath(source)
-    if "://" in text or not _core.is_tiff_spec(text):
+    if "://" in text:
         return None
-    return _core.open_tiff(text)
+    path = Path(text)
+    zarr_folder = path.is_dir() and any(
+        (path / name).exists() for name in ("zarr.json", ".zarray", ".zgroup")
+    )
+    pattern = any(c in text for c in "*?[") and not path.exists()
+    if _core.is_tiff_spec(text) or path.is_file() or pattern or (path.is_dir() and not zarr_folder):
+        return _core.open_tiff(text)
+    return None
+
+
+def pattern_root(source: Any) -> Any:
+    """What ``overwrite=True`` must not touch for ``source``: a glob pattern's matches all
+    lie in the folder before its first part with a wildcard; anything else is itself.
+
+    >>> pattern_root("acq/pos*/img.tif"), pattern_root("/d/s/*.tif"), pattern_root("*.tif")
+    ('acq', '/d/s', '.')
+    >>> pattern_root("stack.ome.tif")
+    'stack.ome.tif'
+    """
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str) or not any(c in source for c in "*?["):
+        return source
+    head = source[: min(source.find(c) for c in "*?[" if c in source)]
+    slash = head.rfind("/")
+    return "/" if slash == 0 else head[:slash] if slash > 0 else "."
+
+
+def for_axes(said: dict[str, Any], axes: list[str]) -> dict[str, Any]:
+    """What a file ``said`` (per axis of the file) for the image's ``axes``: each axis takes
+    the scale, unit and pixel size of the file's axis of the same name (none for a name the
+    file lacks); the channels stay when both have a ``c`` axis.
+
+    >>> said = {"axes": ["t", "y", "x"], "scale": [2.0, 0.5, 0.5],
+    ...         "units": ["second", "micrometer", "micrometer"], "channels": None,
+    ...         "pixel_sizes": [2.0, 0.5, 0.5]}
+    >>> mine = for_axes(said, ["z", "y", "x"])
+    >>> mine["scale"], mine["units"], mine["pixel_sizes"]
+    ([1.0, 0.5, 0.5], [None, 'micrometer', 'micrometer'], [None, 0.5, 0.5])
+    """
+    file_axes = said.get("axes")
+    if not file_axes or list(file_axes) == axes:
+        return said
+    where = [file_axes.index(a) if a in file_axes else None for a in axes]
+
+    def pick(values: list[Any] | None, missing: Any) -> list[Any] | None:
+        if values is None:
+            return None
+        return [missing if j is None else values[j] for j in where]
+
+    both_have_c = "c" in axes and "c" in file_axes
+    return {
+        "axes": axes,
+        "scale": pick(said.get("scale"), 1.0),
+        "units": pick(said.get("units"), None),
+        "pixel_sizes": pick(said.get("pixel_sizes"), None),
+        "channels": said.get("channels") if both_have_c else None,
+    }
 
 
 def _default_axes(ndim: int) -> list[str]:
@@ -115,20 +177,20 @@ def convert(
         engine_source, said = tiff
     else:
         engine_source, said = engine_source_of(source, options_for(source, storage_options)), {}
-    if axes is None:
-        axes = said.get("axes")
-    if scale is None:
-        scale = said.get("scale")
-    if units is None:
-        units = said.get("units")
-    if channels is None:
-        channels = said.get("channels")
-    if factors is None:
-        if axes is None:
-            named = _default_axes(len(engine_source.shape))
-        else:
-            named = [str(a) for a in axes]
-        factors = _core.default_factors(named, None if scale is None else list(map(float, scale)))
+    ndim = len(engine_source.shape)
+    named = [str(a) for a in axes] if axes is not None else said.get("axes") or _default_axes(ndim)
+    if len(named) != ndim:
+        raise ShapeError(
+            f"axes {axes!r} name {len(named)} axes; the source has {ndim} (shape "
+            f"{tuple(engine_source.shape)})"
+        )
+    said = for_axes(said, named)
+    if factors is None:  # from the pixel sizes given, else those the file declares
+        sizes = said.get("pixel_sizes") or [] if scale is None else [float(s) for s in scale]
+        factors = _core.default_factors(named, sizes)
+    scale = said.get("scale") if scale is None else scale
+    units = said.get("units") if units is None else units
+    channels = said.get("channels") if channels is None else channels
     return build_levels(
         "pyramid",
         engine_source,
@@ -141,7 +203,7 @@ def convert(
         shards=shards,
         compressor=compressor,
         compression_level=compression_level,
-        axes=axes,
+        axes=named,
         units=units,
         name=name,
         overwrite=overwrite,
@@ -150,5 +212,5 @@ def convert(
         scale=scale,
         translation=translation,
         channels=channels,
-        overlap_source=source,
+        overlap_source=pattern_root(source),
     )

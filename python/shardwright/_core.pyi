@@ -293,8 +293,9 @@ def build(
     ``compression_level``, ``axes``, ``name``, ``units``, ``scale``, ``translation``,
     ``channels`` as ``(label, color)`` pairs)."""
 
-def default_factors(axes: list[str], scale: list[float] | None = None) -> list[int]:
-    """The downsampling factors ``sw.convert`` uses when none are given: 2 along ``y``
+def default_factors(axes: list[str], sizes: list[float | None]) -> list[int]:
+    """The downsampling factors ``sw.convert`` uses when none are given (``sizes``: the
+    pixel size per axis, ``None`` where unknown): 2 along ``y``
     and ``x``, along ``z`` unless its pixel size is more than twice ``x``'s, 1 elsewhere.
 
     >>> default_factors(["z", "y", "x"], [2.0, 0.406, 0.406])

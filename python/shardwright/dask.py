@@ -63,7 +63,8 @@ from ._location import refuse_process_local, refuse_to_pickle
 from ._open import create
 from ._open import open as open_array
 from ._overlap import refuse_overwriting_the_source
-from ._pyramid import Levels, Shapes, options_for, prepare, side_options
+from ._pyramid import Levels, Shapes, prepare
+from ._sources import options_for, side_options
 from ._values import refuse_non_numbers
 
 __all__ = ["map_chunks", "pyramid", "to_zarr"]

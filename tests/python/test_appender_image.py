@@ -72,3 +72,23 @@ def test_a_wrong_frame_appends_nothing_to_any_level(tmp_path):
         assert ap.shapes == [(2, 4, 4), (1, 2, 2)]  # frames 0 (unwritten) and 1: a group
     assert [a.shape for a in img.levels] == [(2, 4, 4), (1, 2, 2)]
     assert img.levels[1][0].tolist() == [[4, 4], [4, 4]]
+
+
+@pytest.mark.parametrize("along", [1, 2])
+def test_an_acquisition_starts_from_an_image_of_zero_frames(tmp_path, along):
+    dest = tmp_path / "acq.ome.zarr"
+    settings = dict(chunks=(2, 4, 4), shards=(4, 8, 8), levels=3)
+    img = sw.create_image(
+        dest, shape=(0, *FRAME), dtype="uint16", factors=(along, 2, 2), axes="tyx", **settings
+    )
+    assert [a.shape for a in img.levels] == [(0, 12, 10), (0, 6, 5), (0, 3, 3)]
+    with img.appender(axis=0) as ap:
+        for t in range(9):
+            ap.append(frames(t, t + 1)[0])
+    want = sw.pyramid(frames(0, 9), tmp_path / "ref.zarr", factors=(along, 2, 2), **settings)
+    for level, expected in zip(img.levels, want, strict=True):
+        np.testing.assert_array_equal(level[...], expected[...])
+    group = json.loads((dest / "zarr.json").read_text())
+    assert len(group["attributes"]["ome"]["multiscales"][0]["datasets"]) == 3
+    with sw.open_image(dest) as reopened:
+        assert reopened.levels[0].shape == (9, *FRAME)

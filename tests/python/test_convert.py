@@ -297,3 +297,42 @@ def test_glob_sources_need_no_shell(tmp_path):
         tifffile.imwrite(slices / f"{z}.tiff", pattern((16, 16)) + z)
     levels = sw.convert(os.fspath(slices) + "/*.tiff", tmp_path / "g.zarr", levels=1)
     assert levels[0].shape == (3, 16, 16)
+
+
+def test_overwrite_never_deletes_tiffs_a_glob_matches(tmp_path):
+    for pos in (1, 2):
+        (tmp_path / "acq" / f"pos{pos}").mkdir(parents=True)
+        tifffile.imwrite(tmp_path / "acq" / f"pos{pos}" / "img.tif", pattern((16, 16)))
+    with pytest.raises(ValueError, match="overlap"):
+        sw.convert(
+            str(tmp_path / "acq" / "pos*" / "img.tif"), tmp_path / "acq" / "pos1", overwrite=True
+        )
+    assert (tmp_path / "acq" / "pos1" / "img.tif").is_file()
+
+
+def test_a_folder_of_slices_with_resolution_tags_is_halved_along_z_too(tmp_path):
+    slices = tmp_path / "slices"
+    slices.mkdir()
+    data = pattern((8, 32, 32))
+    for z in range(8):  # 0.1 µm pixels (100,000 per cm); no z step anywhere
+        tifffile.imwrite(
+            slices / f"{z}.tif", data[z], resolution=(1e5, 1e5), resolutionunit="CENTIMETER"
+        )
+    dest = tmp_path / "s.zarr"
+    levels = sw.convert(slices, dest, levels=2, chunks=(4, 16, 16))
+    assert levels[1].shape == (4, 16, 16)
+    scale = ome_of(dest)["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"]
+    assert scale == pytest.approx([1.0, 0.1, 0.1])
+
+
+def test_axes_given_take_the_file_metadata_by_name(tmp_path):
+    data = pattern((4, 32, 32))
+    tif = tmp_path / "frames.tif"
+    tifffile.imwrite(tif, data, imagej=True, metadata={"axes": "TYX", "finterval": 2.0})
+    dest = tmp_path / "z.zarr"
+    sw.convert(tif, dest, axes="zyx", levels=1)  # the frames called z: no time unit on z
+    axes = ome_of(dest)["multiscales"][0]["axes"]
+    assert [a["name"] for a in axes] == ["z", "y", "x"]
+    assert "unit" not in axes[0] or axes[0]["unit"] != "second"
+    with pytest.raises(sw.ShapeError, match=r"name 2 axes; the source has 3"):
+        sw.convert(tif, tmp_path / "w.zarr", axes="yx")

@@ -123,7 +123,7 @@ fn prepare(
     Failure,
 > {
     if common.overwrite {
-        refuse_overlap(&common.src, &common.dst)?;
+        refuse_overlap(pattern_root(&common.src), &common.dst)?;
     }
     let storage = location::options(&common.storage_options)?;
     let compressor = match common.compressor.as_str() {
@@ -168,6 +168,19 @@ fn refuse_overlap(src: &str, dst: &str) -> Result<(), Failure> {
         .into());
     }
     Ok(())
+}
+
+/// The folder a glob pattern's matches all lie in (the part before the first part with a
+/// wildcard), or `text` itself when it is no pattern: what `--overwrite` must not touch.
+fn pattern_root(text: &str) -> &str {
+    let Some(first) = text.find(['*', '?', '[']) else {
+        return text;
+    };
+    match text[..first].rfind('/') {
+        Some(0) => "/",
+        Some(slash) => &text[..slash],
+        None => ".",
+    }
 }
 
 /// Where `text` is, as parts: a URL's scheme (one spelling per service), bucket and key
@@ -364,6 +377,16 @@ mod tests {
             assert!(refuse_overlap(src, dst).is_ok(), "{dst}");
         }
         assert!(refuse_overlap("s3://b/img/raw", "s3a://b/").is_err());
+        // a glob's matches lie anywhere under the folder before its first wildcard
+        assert_eq!(pattern_root("acq/pos*/img.tif"), "acq");
+        assert_eq!(pattern_root("/data/slices/*.tif"), "/data/slices");
+        assert_eq!(pattern_root("*.tif"), ".");
+        assert_eq!(pattern_root("/*.tif"), "/");
+        assert_eq!(pattern_root("plain.tif"), "plain.tif");
+        let pos1 = format!("{parent}/acq/pos1");
+        assert!(
+            refuse_overlap(pattern_root(&format!("{parent}/acq/pos*/img.tif")), &pos1).is_err()
+        );
         assert!(refuse_overlap("s3://b/img/raw", "s3://b/img-2").is_ok());
         assert!(refuse_overlap("s3://b/img/raw", "gs://b/img").is_ok());
         assert!(

@@ -3,8 +3,7 @@
 //! the file's axes, pixel sizes, units and channels carried (each flag given overrides
 //! what the file says).
 
-use shardwright::pyramid::convert::{default_factors, merged};
-use shardwright::pyramid::image_metadata::ImageMetadata;
+use shardwright::pyramid::convert::{default_factors, merged, FileImage};
 use shardwright::pyramid::plan::PlanRequest;
 use shardwright::pyramid::source::Source;
 use shardwright::pyramid::Method;
@@ -34,43 +33,76 @@ pub(crate) struct Args {
     physical: crate::physical::Physical,
 }
 
-/// A source opened, with what its file says of the image: its axes (where the file names
-/// them) and the physical metadata.
-type Opened = (Box<dyn Source>, Option<Vec<String>>, ImageMetadata);
-
-/// The source `common` names, and what its file says of the image.
-fn open(common: &Common) -> Result<Opened, Failure> {
-    if !common.src.contains("://") && shardwright_tiff::is_tiff_spec(&common.src) {
+/// The source `common` names, and what its file says of the image (a TIFF's axes, pixel
+/// sizes, units and channels; nothing for other sources).
+fn open(common: &Common) -> Result<(Box<dyn Source>, Option<FileImage>), Failure> {
+    if reads_as_tiff(&common.src) {
         let tiff = shardwright_tiff::TiffSource::open(&common.src)?;
-        let (axes, image) = (tiff.axes(), tiff.image_metadata());
-        return Ok((Box::new(tiff), Some(axes), image));
+        let file = FileImage {
+            axes: tiff.axes(),
+            image: tiff.image_metadata(),
+            pixel_sizes: tiff.pixel_sizes(),
+        };
+        return Ok((Box::new(tiff), Some(file)));
     }
-    Ok((build::open_source(common)?, None, ImageMetadata::default()))
+    Ok((build::open_source(common)?, None))
+}
+
+/// Whether `convert` reads `text` as TIFF: a local path that is no Zarr array (a TIFF
+/// file, a folder or glob of TIFF files; for a file that is not a TIFF or a folder or
+/// pattern without TIFF files, the TIFF reader's error says what was found).
+fn reads_as_tiff(text: &str) -> bool {
+    if text.contains("://") {
+        return false;
+    }
+    let path = std::path::Path::new(text);
+    let zarr = [".zarray", ".zgroup", "zarr.json"]
+        .iter()
+        .any(|name| path.join(name).exists());
+    let pattern = text.contains(['*', '?', '[']) && !path.exists();
+    shardwright_tiff::is_tiff_spec(text) || path.is_file() || pattern || (path.is_dir() && !zarr)
+}
+
+/// The last `ndim` of t, c, z, y, x (`dim_i` past five axes).
+fn default_axes(ndim: usize) -> Vec<String> {
+    let names = ["t", "c", "z", "y", "x"];
+    if ndim > names.len() {
+        return (0..ndim).map(|i| format!("dim_{i}")).collect();
+    }
+    names[names.len() - ndim..]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect()
 }
 
 pub(crate) fn run(args: &Args, job: &Job) -> Result<(), Failure> {
     let method: Method = args.method.parse()?;
-    let (source, file_axes, said) = open(&args.common)?;
-    let image = merged(args.physical.image()?, said);
-    let axes: Vec<String> = match (&args.common.axes, file_axes) {
+    let (source, file) = open(&args.common)?;
+    let ndim = source.shape().len();
+    let axes: Vec<String> = match (&args.common.axes, &file) {
         (Some(given), _) => given.split(',').map(|s| s.trim().to_string()).collect(),
-        (None, Some(axes)) => axes,
-        (None, None) => {
-            let ndim = source.shape().len();
-            let names = ["t", "c", "z", "y", "x"];
-            if ndim > names.len() {
-                (0..ndim).map(|i| format!("dim_{i}")).collect()
-            } else {
-                names[names.len() - ndim..]
-                    .iter()
-                    .map(|s| (*s).to_string())
-                    .collect()
-            }
-        }
+        (None, Some(file)) => file.axes.clone(),
+        (None, None) => default_axes(ndim),
     };
+    if axes.len() != ndim {
+        return Err(format!(
+            "--axes '{}' names {} axes; the source has {ndim} (shape {:?})",
+            axes.join(","),
+            axes.len(),
+            source.shape()
+        )
+        .into());
+    }
+    let said = file.map(|f| f.for_axes(&axes)).unwrap_or_default();
+    let given = args.physical.image()?;
+    let sizes = match &given.scale {
+        Some(scale) => scale.iter().map(|s| Some(*s)).collect(),
+        None => said.pixel_sizes.clone(),
+    };
+    let image = merged(given, said.image);
     let factors = match &args.factors {
         Some(text) => build::numbers(text, "factors")?,
-        None => default_factors(&axes, image.scale.as_deref()),
+        None => default_factors(&axes, &sizes),
     };
     let request = PlanRequest {
         factors,

@@ -4,11 +4,10 @@
 use pyo3::prelude::*;
 
 /// The downsampling factors of a converted image with `axes` and level 0's pixel sizes
-/// `scale` ([`shardwright::pyramid::convert::default_factors`]).
+/// (`None` where unknown) ([`shardwright::pyramid::convert::default_factors`]).
 #[pyfunction]
-#[pyo3(signature = (axes, scale=None))]
-pub(crate) fn default_factors(axes: Vec<String>, scale: Option<Vec<f64>>) -> Vec<u64> {
-    shardwright::pyramid::convert::default_factors(&axes, scale.as_deref())
+pub(crate) fn default_factors(axes: Vec<String>, sizes: Vec<Option<f64>>) -> Vec<u64> {
+    shardwright::pyramid::convert::default_factors(&axes, &sizes)
 }
 
 /// Whether `text` names a TIFF file, a folder of TIFF files or a glob pattern of them

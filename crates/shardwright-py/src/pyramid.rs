@@ -54,7 +54,7 @@ impl Source for ObjectSource {
                     .collect();
                 let key = PyTuple::new(py, slices)?;
                 let part = self.object.bind(py).get_item(key)?;
-                let helper = py.import("shardwright._pyramid")?;
+                let helper = py.import("shardwright._sources")?;
                 let bytes = helper.call_method1(
                     "_block_bytes",
                     (

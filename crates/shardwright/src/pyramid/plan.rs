@@ -309,11 +309,12 @@ impl PlanRequest {
                 shape_text(shape)
             )));
         }
-        if shape.is_empty() || shape.contains(&0) {
-            return Err(PyramidError::invalid(format!(
-                "the source has shape {}; a pyramid needs at least one element",
-                shape_text(shape)
-            )));
+        // (an axis of length 0 is an image still to be appended to: its levels have
+        // length 0 there too, with the chunks and shards asked for)
+        if shape.is_empty() {
+            return Err(PyramidError::invalid(
+                "the source has shape (); a pyramid needs at least one axis",
+            ));
         }
         if self.levels == Some(0) {
             return Err(PyramidError::invalid(
@@ -370,13 +371,19 @@ impl PlanRequest {
             let chunks: Vec<u64> = chunks
                 .iter()
                 .zip(&level_shape)
-                .map(|(c, s)| (*c).min(*s))
+                .map(|(c, s)| if *s == 0 { *c } else { (*c).min(*s) })
                 .collect();
             let shards: Vec<u64> = shards
                 .iter()
                 .zip(&level_shape)
                 .zip(&chunks)
-                .map(|((h, s), c)| (*h).min(s.div_ceil(*c) * c))
+                .map(|((h, s), c)| {
+                    if *s == 0 {
+                        *h
+                    } else {
+                        (*h).min(s.div_ceil(*c) * c)
+                    }
+                })
                 .collect();
             let block = chunks
                 .iter()
