@@ -144,22 +144,21 @@ class Image:
         """An :class:`ImageAppender` of frames along ``axis`` to level 0, every coarser
         level growing with it (each equal to the pyramid of the final level 0),
         continuing from level 0's shape. An open image is closed first (:meth:`close`:
-        its coarser levels completed, its OME metadata written), so plan it with the
-        frames written before appending (``create_image`` needs a shape with at least
-        one element: start it with the first frame or block, written through
-        ``img[0]``, or with a frame left unwritten, the fill value). A closed image is
-        opened again for its recorded factors and method, then closed.
+        its coarser levels completed, its OME metadata written), so plan it with what is
+        written before appending: an acquisition starts from ``shape`` 0 along the axis.
+        A closed image is opened again for its recorded factors and method, then closed.
+        The OME ``omero`` display windows are those computed when the image was closed
+        (none for an image of no frames): viewers then scale by the data.
 
         >>> import numpy as np, tempfile, shardwright as sw
-        >>> img = sw.create_image(tempfile.mkdtemp() + "/a.ome.zarr", shape=(2, 16, 16),
+        >>> img = sw.create_image(tempfile.mkdtemp() + "/a.ome.zarr", shape=(0, 16, 16),
         ...                       dtype="uint16", chunks=(2, 8, 8), shards=(4, 16, 16),
         ...                       factors=(1, 2, 2), levels=2, axes="tyx")
-        >>> img[0][...] = 4
         >>> with img.appender(axis=0) as ap:
         ...     for t in range(3):
         ...         ap.append(np.full((16, 16), t, "uint16"))
         >>> [a.shape for a in img.levels], img.levels[1][:, 0, 0].tolist()
-        ([(5, 16, 16), (5, 8, 8)], [4, 4, 0, 1, 2])
+        ([(3, 16, 16), (3, 8, 8)], [0, 1, 2])
         """
         if self._core.closed:
             reopened = _core.Image.open(*engine_place(self._where))

@@ -81,13 +81,20 @@ def test_cli_check_covers_every_array_of_an_image_and_combines_statuses(image):
 
 
 def test_a_file_is_not_a_zarr_array(tmp_path):
-    tif = tmp_path / "stack.tif"
-    tif.write_bytes(b"II*\x00")
-    for args in (["info", tif], ["check", tif], ["copy", tif, tmp_path / "o.zarr"]):
+    notes = tmp_path / "stack.txt"
+    notes.write_text("neither a Zarr array nor a TIFF")
+    for args in (["info", notes], ["check", notes], ["copy", notes, tmp_path / "o.zarr"]):
         out = cli(*args)
         assert out.returncode == 1
-        assert f"'{tif}' is a file, not a Zarr array" in out.stderr, out.stderr
-        assert "tifffile" in out.stderr and "Not a directory" not in out.stderr
+        assert f"'{notes}' is a file, not a Zarr array" in out.stderr, out.stderr
+        assert "shardwright convert" in out.stderr and "Not a directory" not in out.stderr
+    # a file with a TIFF header is read as a TIFF (convert, info, copy, pyramid): a
+    # truncated one says so
+    tif = tmp_path / "stack.tif"
+    tif.write_bytes(b"II*\x00")
+    for args in (["info", tif], ["copy", tif, tmp_path / "o.zarr"]):
+        out = cli(*args)
+        assert out.returncode == 1 and "not a readable TIFF" in out.stderr, out.stderr
     out = cli("info", tmp_path / "missing.zarr")
     assert out.returncode == 1
     assert out.stderr.strip() == (
@@ -95,6 +102,8 @@ def test_a_file_is_not_a_zarr_array(tmp_path):
         "(no zarr.json or .zarray there)"
     )
     with pytest.raises(sw.NotAnArrayError, match="is a file, not a Zarr array"):
+        sw.copy(notes, tmp_path / "o.zarr")
+    with pytest.raises(sw.ShardwrightError, match="not a readable TIFF"):
         sw.copy(tif, tmp_path / "o.zarr")
 
 

@@ -100,10 +100,20 @@ fn shapes(text: &Option<String>, what: &str) -> Result<Option<Vec<Vec<u64>>>, Fa
         .transpose()
 }
 
-/// The source `common` names, opened.
+/// With `--overwrite`, refuse a destination that is, holds or lies inside the source
+/// (before the source is even opened: a source that is missing is no licence to delete).
+pub(crate) fn refuse_overwriting_the_source(common: &Common) -> Result<(), Failure> {
+    if common.overwrite {
+        refuse_overlap(pattern_root(&common.src), &common.dst)?;
+    }
+    Ok(())
+}
+
+/// The source `common` names, opened (after [`refuse_overwriting_the_source`]).
 pub(crate) fn open_source(
     common: &Common,
 ) -> Result<Box<dyn shardwright::pyramid::source::Source>, Failure> {
+    refuse_overwriting_the_source(common)?;
     let storage = location::options(&common.storage_options)?;
     location::open_source(&common.src, &storage)
 }
@@ -122,9 +132,6 @@ fn prepare(
     ),
     Failure,
 > {
-    if common.overwrite {
-        refuse_overlap(pattern_root(&common.src), &common.dst)?;
-    }
     let storage = location::options(&common.storage_options)?;
     let compressor = match common.compressor.as_str() {
         "none" => Compressor::None,

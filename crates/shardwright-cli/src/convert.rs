@@ -36,6 +36,7 @@ pub(crate) struct Args {
 /// The source `common` names, and what its file says of the image (a TIFF's axes, pixel
 /// sizes, units and channels; nothing for other sources).
 fn open(common: &Common) -> Result<(Box<dyn Source>, Option<FileImage>), Failure> {
+    build::refuse_overwriting_the_source(common)?;
     if reads_as_tiff(&common.src) {
         let tiff = shardwright_tiff::TiffSource::open(&common.src)?;
         let file = FileImage {
