@@ -39,27 +39,11 @@ def tiff_of(source: Any) -> tuple[Any, dict[str, Any]] | None:
         (path / name).exists() for name in ("zarr.json", ".zarray", ".zgroup")
     )
     pattern = any(c in text for c in "*?[") and not path.exists()
-    if _core.is_tiff_spec(text) or path.is_file() or pattern or (path.is_dir() and not zarr_folder):
+    missing_tiff = not path.exists() and path.suffix.lower() in (".tif", ".tiff", ".btf", ".tf8")
+    tiff = _core.is_tiff_spec(text) or path.is_file() or pattern or missing_tiff
+    if tiff or (path.is_dir() and not zarr_folder):
         return _core.open_tiff(text)
     return None
-
-
-def pattern_root(source: Any) -> Any:
-    """What ``overwrite=True`` must not touch for ``source``: a glob pattern's matches all
-    lie in the folder before its first part with a wildcard; anything else is itself.
-
-    >>> pattern_root("acq/pos*/img.tif"), pattern_root("/d/s/*.tif"), pattern_root("*.tif")
-    ('acq', '/d/s', '.')
-    >>> pattern_root("stack.ome.tif")
-    'stack.ome.tif'
-    """
-    if isinstance(source, os.PathLike):
-        source = os.fspath(source)
-    if not isinstance(source, str) or not any(c in source for c in "*?["):
-        return source
-    head = source[: min(source.find(c) for c in "*?[" if c in source)]
-    slash = head.rfind("/")
-    return "/" if slash == 0 else head[:slash] if slash > 0 else "."
 
 
 def for_axes(said: dict[str, Any], axes: list[str]) -> dict[str, Any]:
@@ -163,10 +147,11 @@ def convert(
     >>> data = np.arange(2 * 64 * 64, dtype="uint16").reshape(2, 64, 64)
     >>> tifffile.imwrite(tif, data, ome=True, metadata={"axes": "CYX",
     ...     "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5, "Channel": {"Name": ["DAPI", "GFP"]}})
-    >>> levels = sw.convert(tif, tempfile.mkdtemp() + "/cells.zarr", levels=2, chunks=(1, 32, 32))
+    >>> dest = tempfile.mkdtemp() + "/cells.zarr"
+    >>> levels = sw.convert(tif, dest, levels=2, chunks=(1, 32, 32))
     >>> [a.shape for a in levels], bool((levels[0][...] == data).all())
     ([(2, 64, 64), (2, 32, 32)], True)
-    >>> ome = zarr.open_group(levels[0].path.rsplit("/", 1)[0]).attrs["ome"]
+    >>> ome = zarr.open_group(dest).attrs["ome"]
     >>> ome["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"]
     [1.0, 0.5, 0.5]
     >>> [c["label"] for c in ome["omero"]["channels"]]
@@ -212,5 +197,5 @@ def convert(
         scale=scale,
         translation=translation,
         channels=channels,
-        overlap_source=pattern_root(source),
+        overlap_source=source,
     )

@@ -6,6 +6,7 @@ in and the parts of their path there) whatever they were given as: a path, a URL
 
 from __future__ import annotations
 
+import glob
 import os
 import urllib.parse
 import urllib.request
@@ -187,6 +188,58 @@ def _of_dask(darr: Any) -> Place | None:
 
 def _holds(a: Place, b: Place) -> bool:
     return a[: len(b)] == b or b[: len(a)] == a
+
+
+def is_local_pattern(source: Any) -> bool:
+    """Whether ``source`` is a local glob pattern (``*``, ``?`` or ``[`` in a path that does
+    not exist as written), as TIFF sources may be.
+
+    >>> is_local_pattern("slices/*.tif"), is_local_pattern("s3://b/a*"), is_local_pattern(3)
+    (True, False, False)
+    """
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str) or "://" in source:
+        return False
+    return any(c in source for c in "*?[") and not os.path.exists(source)
+
+
+def pattern_root(pattern: str) -> str:
+    """The folder every match of glob ``pattern`` lies in: the part before its first part
+    with a wildcard.
+
+    >>> pattern_root("acq/pos*/img.tif"), pattern_root("/d/s/*.tif"), pattern_root("*.tif")
+    ('acq', '/d/s', '.')
+    """
+    head = pattern[: min(pattern.find(c) for c in "*?[" if c in pattern)]
+    slash = head.rfind("/")
+    return "/" if slash == 0 else head[:slash] if slash > 0 else "."
+
+
+def refuse_overwriting_matches(pattern: Any, dest: Any, storage_options: Any) -> None:
+    """Raise ``ValueError`` when ``dest`` is or holds a file the local glob ``pattern``
+    matches, or the folder all its matches lie in (``overwrite=True`` would delete them
+    before they are read); a destination beside the matches, even in their folder, is fine.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "a").mkdir(); (d / "a" / "1.tif").touch()
+    >>> refuse_overwriting_matches(f"{d}/*/1.tif", d / "out.zarr", None)
+    >>> refuse_overwriting_matches(f"{d}/*/1.tif", d / "a", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the source pattern '...' and the destination '...' overlap: ...
+    """
+    pattern = os.fspath(pattern)
+    dst = place_of(dest, storage_options)
+    if dst is None:
+        return
+    for target in [pattern_root(pattern), *glob.glob(pattern)]:
+        held = place_of(target)
+        if held is not None and held[: len(dst)] == dst:
+            raise ValueError(
+                f"the source pattern '{pattern}' and the destination '{_name(dest, dst)}' "
+                f"overlap: the destination holds '{target}', which the pattern reads; "
+                "overwrite=True would delete it before it is read; write to another place"
+            )
 
 
 def refuse_overwriting_the_source(

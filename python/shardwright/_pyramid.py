@@ -14,7 +14,11 @@ from ._array import Array
 from ._errors import ShapeError
 from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
-from ._overlap import refuse_overwriting_the_source
+from ._overlap import (
+    is_local_pattern,
+    refuse_overwriting_matches,
+    refuse_overwriting_the_source,
+)
 from ._progress import Progress
 from ._sources import engine_source_of, side_options
 
@@ -159,7 +163,9 @@ def prepare(
         raise TypeError(f"method must be a string such as 'mean'; got {method!r}")
     src_options, dst_options = side_options(named, dest, storage_options, source_storage_options)
     core_source = engine_source_of(source, src_options)
-    if overwrite:
+    if overwrite and is_local_pattern(named):
+        refuse_overwriting_matches(named, dest, dst_options)
+    elif overwrite:
         refuse_overwriting_the_source(
             named, dest, None, lambda t, _: src_options if t is named else dst_options
         )

@@ -336,3 +336,43 @@ def test_axes_given_take_the_file_metadata_by_name(tmp_path):
     assert "unit" not in axes[0] or axes[0]["unit"] != "second"
     with pytest.raises(sw.ShapeError, match=r"name 2 axes; the source has 3"):
         sw.convert(tif, tmp_path / "w.zarr", axes="yx")
+
+
+def test_a_glob_source_refuses_only_destinations_holding_its_matches(tmp_path):
+    slices = tmp_path / "slices"
+    slices.mkdir()
+    for z in range(2):
+        tifffile.imwrite(slices / f"{z}.tif", pattern((16, 16)))
+    glob_source = str(slices / "*.tif")
+    for build in (
+        lambda dest: sw.pyramid(glob_source, dest, factors=(1, 2, 2), levels=1, overwrite=True),
+        lambda dest: sw.copy(glob_source, dest, overwrite=True),
+        lambda dest: sw.convert(glob_source, dest, levels=1, overwrite=True),
+    ):
+        with pytest.raises(ValueError, match="overlap"):
+            build(slices)
+        with pytest.raises(ValueError, match="overlap"):
+            build(tmp_path)
+        build(slices / "out.zarr")  # beside the slices, in their folder: fine
+    assert sorted(p.name for p in slices.glob("*.tif")) == ["0.tif", "1.tif"]
+
+
+def test_a_missing_tiff_path_says_no_tiff_files(tmp_path):
+    with pytest.raises(sw.ArrayNotFoundError, match="no TIFF files at"):
+        sw.convert(tmp_path / "scan.ome.tif", tmp_path / "o.zarr")
+
+
+def test_an_image_started_empty_reopens_after_fewer_frames_than_a_shard(tmp_path):
+    dest = tmp_path / "acq.ome.zarr"
+    img = sw.create_image(
+        dest, shape=(0, 16, 16), dtype="uint16", chunks=(2, 8, 8), shards=(64, 16, 16),
+        factors=(1, 2, 2), levels=2, axes="tyx",
+    )  # fmt: skip
+    with img.appender(0) as ap:
+        for t in range(3):
+            ap.append(np.full((16, 16), t, "uint16"))
+    again = sw.open_image(dest)
+    assert [a.shards for a in again.levels] == [(64, 16, 16), (64, 8, 8)]
+    with again.appender(0) as ap:
+        ap.append(np.full((16, 16), 3, "uint16"))
+    assert sw.open(dest / "1")[:, 0, 0].tolist() == [0, 1, 2, 3]

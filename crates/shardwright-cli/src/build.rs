@@ -103,8 +103,43 @@ fn shapes(text: &Option<String>, what: &str) -> Result<Option<Vec<Vec<u64>>>, Fa
 /// With `--overwrite`, refuse a destination that is, holds or lies inside the source
 /// (before the source is even opened: a source that is missing is no licence to delete).
 pub(crate) fn refuse_overwriting_the_source(common: &Common) -> Result<(), Failure> {
-    if common.overwrite {
-        refuse_overlap(pattern_root(&common.src), &common.dst)?;
+    if !common.overwrite {
+        return Ok(());
+    }
+    if is_local_pattern(&common.src) {
+        return refuse_overwriting_matches(&common.src, &common.dst);
+    }
+    refuse_overlap(&common.src, &common.dst)
+}
+
+/// Whether `text` is a local glob pattern (a wildcard in a path that does not exist).
+fn is_local_pattern(text: &str) -> bool {
+    !text.contains("://") && text.contains(['*', '?', '[']) && !Path::new(text).exists()
+}
+
+/// For a glob `pattern` source: refuse a destination that is or holds a file the pattern
+/// matches or the folder all matches lie in (a destination beside them is fine).
+fn refuse_overwriting_matches(pattern: &str, dst: &str) -> Result<(), Failure> {
+    let dest = place(dst);
+    let matches = glob::glob(pattern)
+        .map(|paths| {
+            paths
+                .filter_map(Result::ok)
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let root = pattern_root(pattern).to_string();
+    for target in std::iter::once(root).chain(matches) {
+        if place(&target).starts_with(&dest) {
+            return Err(format!(
+                "the source pattern '{pattern}' and the destination '{}' overlap: the \
+                 destination holds '{target}', which the pattern reads; --overwrite would \
+                 delete it before it is read; write to another place",
+                redact(dst)
+            )
+            .into());
+        }
     }
     Ok(())
 }

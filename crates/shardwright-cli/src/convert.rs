@@ -61,7 +61,15 @@ fn reads_as_tiff(text: &str) -> bool {
         .iter()
         .any(|name| path.join(name).exists());
     let pattern = text.contains(['*', '?', '[']) && !path.exists();
-    shardwright_tiff::is_tiff_spec(text) || path.is_file() || pattern || (path.is_dir() && !zarr)
+    let missing_tiff = !path.exists()
+        && path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            ["tif", "tiff", "btf", "tf8"].contains(&e.to_ascii_lowercase().as_str())
+        });
+    shardwright_tiff::is_tiff_spec(text)
+        || path.is_file()
+        || pattern
+        || missing_tiff
+        || (path.is_dir() && !zarr)
 }
 
 /// The last `ndim` of t, c, z, y, x (`dim_i` past five axes).

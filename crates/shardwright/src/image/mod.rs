@@ -140,7 +140,17 @@ impl Image {
         group: Option<&serde_json::Value>,
     ) -> Result<Self> {
         let path = path.trim_matches('/').to_string();
-        let plan = options.request.plan(shape, data_type)?;
+        let mut plan = options.request.plan(shape, data_type)?;
+        if group.is_some() {
+            // Opened again: the levels keep the grids they were made with (the plan clips
+            // chunks and shards to the shape now, and an image appended to has grown).
+            for (k, level) in level_paths(&path, &plan).iter().enumerate() {
+                if let Ok(array) = Array::open(Arc::clone(&store), level) {
+                    let layout = array.layout();
+                    plan.adopt_grid(k, layout.chunk_shape(), layout.shard_shape());
+                }
+            }
+        }
         // Everything the finished image will need checks now, before anything is written.
         group_document(&plan, options, &path, &[])?;
         let group_key = join(&path, METADATA_KEY);

@@ -402,18 +402,8 @@ fn plan_over(request: &PlanRequest, level0: &Array) -> Result<Plan> {
 /// made new.
 fn adopt_existing(plan: &mut Plan, uppers: &[Array]) {
     for (k, array) in uppers.iter().enumerate() {
-        let Some(level) = plan.levels.get_mut(k + 1) else {
-            break;
-        };
         let layout = array.layout();
-        level.chunks = layout.chunk_shape().to_vec();
-        level.shards = layout.shard_shape().to_vec();
-        level.block = level
-            .chunks
-            .iter()
-            .zip(&plan.factors)
-            .map(|(c, f)| super::plan::lcm(*c, *f))
-            .collect();
+        plan.adopt_grid(k + 1, layout.chunk_shape(), layout.shard_shape());
     }
 }
 

@@ -407,6 +407,35 @@ impl PlanRequest {
 }
 
 impl Plan {
+    /// Take level `k`'s inner-chunk and shard shapes from an array stored with them (an
+    /// image opened again: the plan clips them to the level's shape now, which has grown
+    /// since they were chosen), its block with them.
+    ///
+    /// ```
+    /// use shardwright::pyramid::plan::PlanRequest;
+    /// let request = PlanRequest { factors: vec![2], levels: Some(2), chunks: Some(vec![vec![8]]), shards: Some(vec![vec![64]]), ..Default::default() };
+    /// let mut plan = request.plan(&[6], "uint8").unwrap();
+    /// assert_eq!(plan.levels[0].shards, vec![8]); // clipped to the 6 elements there are
+    /// plan.adopt_grid(0, &[8], &[64]);
+    /// assert_eq!((plan.levels[0].shards.clone(), plan.levels[0].block.clone()), (vec![64], vec![8]));
+    /// ```
+    pub fn adopt_grid(&mut self, k: usize, chunks: &[u64], shards: &[u64]) {
+        let factors = self.factors.clone();
+        let Some(level) = self.levels.get_mut(k) else {
+            return;
+        };
+        if chunks.len() != level.chunks.len() || shards.len() != level.shards.len() {
+            return;
+        }
+        level.chunks = chunks.to_vec();
+        level.shards = shards.to_vec();
+        level.block = chunks
+            .iter()
+            .zip(&factors)
+            .map(|(c, f)| lcm(*c, *f))
+            .collect();
+    }
+
     /// The region of level `level + 1` that `block` (a region of level `level` whose origin
     /// is a multiple of the factors) downsamples to.
     #[must_use]
