@@ -81,7 +81,7 @@ python benchmarks/bench_partial.py --size tiny >/dev/null
 python benchmarks/bench_pyramid.py --size tiny --cases shardwright,ts_loop,ts_whole,compress --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$scratch/pyramid" >/dev/null
 python benchmarks/bench_image.py --size tiny --cases ts_txn_downsample,sw_loop_then_pyramid,sw_level0_only,sw_create_image,sw_add_levels --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$scratch/image" >/dev/null
 python benchmarks/bench_convert.py --size tiny --cases sw_convert,tifffile_zarr,compress_only --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --workdir "$scratch/convert" >/dev/null
-python benchmarks/bench_append.py --size tiny --cases sw_appender,tensorstore_txn,zarr_append --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --tmpdir "$scratch" >/dev/null
+python benchmarks/bench_append.py --size tiny --cases sw_appender,sw_image_appender,tensorstore_txn,zarr_append --repeat 1 --quiet-wait 0 --retries 0 --nice 0 --tmpdir "$scratch" >/dev/null
 python benchmarks/bench_s3.py --size tiny --repeat 1 >/dev/null
 python benchmarks/per_chunk.py >/dev/null
 python benchmarks/bench_async_loop.py --chunks 1 >/dev/null
