@@ -415,7 +415,7 @@ impl Plan {
     /// use shardwright::pyramid::plan::PlanRequest;
     /// let request = PlanRequest { factors: vec![2], levels: Some(2), chunks: Some(vec![vec![8]]), shards: Some(vec![vec![64]]), ..Default::default() };
     /// let mut plan = request.plan(&[6], "uint8").unwrap();
-    /// assert_eq!(plan.levels[0].shards, vec![8]); // clipped to the 6 elements there are
+    /// assert_eq!(plan.levels[0].shards, vec![6]); // clipped to the 6 elements there are
     /// plan.adopt_grid(0, &[8], &[64]);
     /// assert_eq!((plan.levels[0].shards.clone(), plan.levels[0].block.clone()), (vec![64], vec![8]));
     /// ```
