@@ -175,7 +175,7 @@ class Appender:
         extent = value.shape[self._axis]
         frame = value.shape[: self._axis] + value.shape[self._axis + 1 :]
         frame_bytes = max(1, math.prod(frame) * self._dtype.itemsize)
-        step = max(1, min(int(self._array.chunks[self._axis]), _SLICE_BYTES // frame_bytes))
+        step = max(1, min(int(self._array._chunks[self._axis]), _SLICE_BYTES // frame_bytes))
         for start in range(0, extent, step):
             part = value[(slice(None),) * self._axis + (slice(start, start + step),)]
             self._core.append(np.asarray(part, dtype=self._dtype))

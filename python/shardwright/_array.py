@@ -73,6 +73,9 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
         shards = core.shards
         self._shards = None if shards is None else tuple(shards)
         self._shard_shape = tuple(core.shard_shape)
+        # False for a rectilinear grid: shards (chunks, unsharded) of several shapes, and
+        # `_shards` / `_shard_shape` (`_chunks`, unsharded) the first one's.
+        self._regular = bool(core.regular_shards)
         self._fill_value = np.frombuffer(core.fill_value_bytes, dtype=self._dtype)[0]
         self._metadata = json.loads(core.metadata_json)
 
@@ -128,16 +131,6 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
     def fill_value(self) -> np.generic:
         """The fill value, as a numpy scalar of :attr:`dtype`."""
         return self._fill_value
-
-    @property
-    def chunks(self) -> tuple[int, ...]:
-        """The inner chunk shape (the chunk shape, for an unsharded array)."""
-        return self._chunks
-
-    @property
-    def shards(self) -> tuple[int, ...] | None:
-        """The shard shape, or ``None`` for an unsharded array."""
-        return self._shards
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -243,7 +236,10 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
     def _check_shard_index(self, index: tuple[int, ...]) -> None:
         if len(index) != self.ndim:
             raise BoundsError(f"shard index {index} does not have the array's rank {self.ndim}")
-        grid = tuple(-(-n // s) for n, s in zip(self._shape, self._shard_shape))
+        if self._core.regular_shards:
+            grid = tuple(-(-n // s) for n, s in zip(self._shape, self._shard_shape))
+        else:
+            grid = tuple(self._core.shard_grid_shape)
         if any(not 0 <= i < g for i, g in zip(index, grid)):
             raise BoundsError(f"shard index {index} is outside the shard grid {grid}")
 
@@ -253,7 +249,10 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
             # grid, e.g. an inner chunk's), then check the box is that shard.
             if shard.ndim != self.ndim:
                 raise BoundsError(f"{shard} does not have the array's rank {self.ndim}")
-            index = tuple(o // s for o, s in zip(shard.origin, self._shard_shape))
+            if self._core.regular_shards or any(o >= n for o, n in zip(shard.origin, self._shape)):
+                index = tuple(o // s for o, s in zip(shard.origin, self._shard_shape))
+            else:  # a rectilinear grid: the shard holding the box's origin
+                index = tuple(self._core.shard_index_at(list(shard.origin)))
             self._check_shard_index(index)
             expected = Domain(*self._core.shard(list(index)))
             if expected != shard:
@@ -486,5 +485,5 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
     def __repr__(self) -> str:
         return self._unopened_repr() or (
             f"<shardwright.Array {str(self.path)!r} shape={self._shape} dtype={self._dtype} "
-            f"chunks={self._chunks} shards={self._shards}>"
+            f"chunks={self._chunks_text()} shards={self._shards_text()}>"
         )

@@ -8,7 +8,17 @@ from typing import Any
 
 # What an opened Array holds (what Array._set_core sets).
 _OPENED = frozenset(
-    ("_core", "_shape", "_dtype", "_chunks", "_shards", "_shard_shape", "_fill_value", "_metadata")
+    (
+        "_core",
+        "_shape",
+        "_dtype",
+        "_chunks",
+        "_shards",
+        "_shard_shape",
+        "_regular",
+        "_fill_value",
+        "_metadata",
+    )
 )
 
 

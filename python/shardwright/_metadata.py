@@ -151,10 +151,11 @@ def info_text(array: Any) -> str:
         ("Fill value", array.fill_value.item()),
         ("Shape", array.shape),
     ]
-    if array.shards is not None:
-        rows.append(("Shard shape", array.shards))
+    sharded = array._shards is not None
+    if sharded:
+        rows.append(("Shard shape", array.shards if array._regular else "<variable>"))
     rows += [
-        ("Chunk shape", array.chunks),
+        ("Chunk shape", array.chunks if array._regular or sharded else "<variable>"),
         ("Order", "C"),
         ("Read-only", array.read_only),
         ("Location", array.url),

@@ -208,6 +208,29 @@ def _dims(values: Sequence[int], what: str, least: int = 0) -> list[int]:
     return dims
 
 
+def _grid(values: Any, what: str) -> tuple[list[int], list[int | list[int]] | None]:
+    """``chunks`` or ``shards`` as the first cell's extents, and, where a dimension lists
+    its cells' extents (a rectilinear grid, as zarr-python's ``chunks=[[4, 6], 12]``), every
+    dimension's (an extent, or the list); ``None`` for a regular grid."""
+    try:
+        items = list(values)
+    except TypeError as err:
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from err
+    if not any(isinstance(v, (list, tuple)) or hasattr(v, "__len__") for v in items):
+        return _dims(items, what, least=1), None
+    cells: list[int | list[int]] = []
+    for axis, v in enumerate(items):
+        if isinstance(v, (list, tuple)) or hasattr(v, "__len__"):
+            edges = _dims(v, f"{what}[{axis}]", least=1)
+            if not edges:
+                raise ShapeError(f"{what}[{axis}] lists no extent: a dimension has one cell or more")
+            cells.append(edges)
+        else:
+            cells.append(_dims([v], what, least=1)[0])
+    first = [c[0] if isinstance(c, list) else c for c in cells]
+    return first, cells
+
+
 def _same_number(value: Any, scalar: Any) -> bool:
     """Whether ``value`` is the number ``scalar`` (an exact integer, or a bool)."""
     try:
@@ -306,7 +329,11 @@ def create(
     the level. ``compressors`` (instead, zarr-python's name): the same, or a zarr-python
     codec object (``zarr.codecs.ZstdCodec(level=3)``, ``BloscCodec(cname="zstd")``,
     ``GzipCodec``), or a list of one; settings shardwright would not write as given are
-    refused. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it.
+    refused. ``chunks`` is the inner chunk shape; ``shards`` a multiple of it. A rectilinear
+    grid (zarr-python 3.4's, no config flag needed): ``shards=[[4, 6], 12]`` lists the
+    shard extents along a dimension (each a multiple of the chunk's, adding up to the
+    shape) and a bare number keeps that dimension regular; unsharded, ``chunks=[[4, 6],
+    [5, 7]]`` lists the chunks' extents (see :attr:`Array.write_chunk_sizes`).
     ``attributes``: user attributes (JSON values) for ``zarr.json``; ``dimension_names``:
     one name per dimension.
     ``overwrite=True`` removes whatever is at ``target`` first (never a whole bucket or
@@ -335,11 +362,17 @@ def create(
             )
     # Check every setting before touching the folder: a refused create (even with
     # overwrite=True) leaves whatever was there as it was.
-    dims = (
-        _dims(shape, "shape"),
-        _dims(chunks, "chunks", least=1),
-        None if shards is None else _dims(shards, "shards", least=1),
-    )
+    # a list of extents for a dimension makes the grid (the shards; the chunks when
+    # unsharded) rectilinear
+    chunk_dims, chunk_cells = _grid(chunks, "chunks")
+    shard_dims, shard_cells = (None, None) if shards is None else _grid(shards, "shards")
+    if chunk_cells is not None and shards is not None:
+        raise ShapeError(
+            f"chunks {chunks!r} list extents (a rectilinear grid) and shards are given: "
+            "with sharding the inner chunks are regular; give the shards as lists instead "
+            "(chunks=(2, 2), shards=[[4, 6], [6, 6]])"
+        )
+    dims = (_dims(shape, "shape"), chunk_dims, shard_dims)
     for what, given in (("chunks", dims[1]), ("shards", dims[2])):
         if given is not None and len(given) != len(dims[0]):
             raise ShapeError(
@@ -359,6 +392,7 @@ def create(
             index_location,
             None if dimension_names is None else [str(n) for n in dimension_names],
             None if attributes is None else attributes_json(attributes),
+            shard_cells if shards is not None else chunk_cells,
         )
     except ShardwrightError as err:
         # The engine says "invalid zarr.json: ..." of metadata it was to write: here the

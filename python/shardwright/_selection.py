@@ -42,8 +42,10 @@ class _Readable(Protocol):
     def shape(self) -> tuple[int, ...]: ...
     @property
     def dtype(self) -> np.dtype: ...
-    @property
-    def chunks(self) -> tuple[int, ...]: ...
+    # the inner chunk shape (an unsharded rectilinear grid's first chunk's): reads are
+    # planned along it
+    _chunks: tuple[int, ...]
+
     def read(self, region: Domain) -> np.ndarray: ...
 
 
@@ -292,12 +294,12 @@ def _read_selectors(
     final = tuple(n for n, k in zip(shape, keep) if k)
     if 0 in shape:
         return np.empty(final, dtype=array.dtype)
-    plans = [_pieces(s, c) for s, c in zip(sels, array.chunks)]
+    plans = [_pieces(s, c) for s, c in zip(sels, array._chunks)]
     spans = math.prod(sum(p[1] - p[0] for p in plan) for plan in plans)
     if spans * array.dtype.itemsize > _BOX_BYTES and spans > _DENSITY * math.prod(shape):
         # Sparse along several axes at once (1 in 4 per axis is 1 in 64 over three): read
         # box by box within the inner chunks, never the bounding box.
-        plans = [_pieces(s, c, split=True) for s, c in zip(sels, array.chunks)]
+        plans = [_pieces(s, c, split=True) for s, c in zip(sels, array._chunks)]
     if all(len(p) == 1 for p in plans):
         parts = [p[0] for p in plans]
         if all(isinstance(p[2], slice) for p in parts):  # in order: no scatter needed
@@ -319,7 +321,7 @@ def _read_points(array: _Readable, coords: list[np.ndarray], shape: tuple[int, .
     n = coords[0].size
     out = np.empty(n, dtype=array.dtype)
     if n:
-        cids = [c // k for c, k in zip(coords, array.chunks)]
+        cids = [c // k for c, k in zip(coords, array._chunks)]
         order = np.lexsort(cids[::-1])
         change = np.zeros(n - 1, dtype=bool)
         for c in cids:

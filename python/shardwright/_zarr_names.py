@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from typing import Any
@@ -33,12 +34,13 @@ class ZarrNames:
 
     # The names the mixin uses, all given by Array.
     shape: tuple[int, ...]
-    chunks: tuple[int, ...]
     size: int
     metadata: dict[str, Any]
     _shape: tuple[int, ...]
     _chunks: tuple[int, ...]
+    _shards: tuple[int, ...] | None
     _shard_shape: tuple[int, ...]
+    _regular: bool
     _dtype: np.dtype
     _metadata: dict[str, Any]
     _core: Any
@@ -48,6 +50,61 @@ class ZarrNames:
     read: Any
     __getitem__: Any
     __setitem__: Any
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The inner chunk shape (the chunk shape, for an unsharded array). As in
+        zarr-python, an unsharded array with a rectilinear chunk grid (chunks of several
+        shapes) has none: ``NotImplementedError``, see :attr:`read_chunk_sizes`."""
+        if not self._regular and self._shards is None:
+            raise NotImplementedError(
+                "The `chunks` attribute is only defined for arrays using regular chunk grids. "
+                "This array has a rectilinear chunk grid. Use `read_chunk_sizes` for general "
+                "access."
+            )
+        return self._chunks
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape, or ``None`` for an unsharded array. As in zarr-python, a
+        rectilinear shard grid (shards of several shapes) has none: ``NotImplementedError``,
+        see :attr:`write_chunk_sizes`."""
+        if not self._regular and self._shards is not None:
+            raise NotImplementedError(
+                "The `shards` attribute is only defined for arrays using regular chunk grids. "
+                "This array has a rectilinear chunk grid. Use `write_chunk_sizes` for general "
+                "access."
+            )
+        return self._shards
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The extents of the inner chunks along each dimension, clipped to the array
+        (dask's ``chunks``; zarr-python's ``read_chunk_sizes``): any chunk grid, regular or
+        rectilinear.
+
+        >>> import tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/r.zarr", shape=(10,), dtype="uint8",
+        ...               chunks=(2,), shards=[[4, 6]])
+        >>> a.read_chunk_sizes, a.write_chunk_sizes
+        (((2, 2, 2, 2, 2),), ((4, 6),))
+        """
+        return tuple(tuple(int(n) for n in axis) for axis in self._core.chunk_sizes)
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The extents of the shards (the chunks, unsharded) along each dimension, clipped
+        to the array (zarr-python's ``write_chunk_sizes``): any grid, regular or
+        rectilinear; see :attr:`read_chunk_sizes`."""
+        return tuple(tuple(int(n) for n in axis) for axis in self._core.shard_sizes)
+
+    def _chunks_text(self) -> str:
+        """The chunk shape for a repr (``<variable>`` for rectilinear chunks)."""
+        return "<variable>" if not self._regular and self._shards is None else str(self._chunks)
+
+    def _shards_text(self) -> str:
+        """The shard shape for a repr (``<variable>`` for rectilinear shards)."""
+        return "<variable>" if not self._regular and self._shards is not None else str(self._shards)
 
     @property
     def info(self) -> ArrayInfo:
@@ -62,6 +119,8 @@ class ZarrNames:
     @property
     def nchunks(self) -> int:
         """The number of inner chunks (zarr-python's ``nchunks``)."""
+        if not self._regular:
+            return math.prod(int(n) for n in self._core.chunk_grid_shape)
         return math.prod(-(-n // c) for n, c in zip(self._shape, self._chunks))
 
     @property
@@ -74,6 +133,8 @@ class ZarrNames:
         >>> a.nchunks, a.nshards, a.nbytes, len(a)
         (20, 6, 240, 10)
         """
+        if not self._regular:
+            return math.prod(int(n) for n in self._core.shard_grid_shape)
         return math.prod(-(-n // s) for n, s in zip(self._shape, self._shard_shape))
 
     @property
@@ -132,7 +193,9 @@ class ZarrNames:
     @property
     def cdata_shape(self) -> tuple[int, ...]:
         """The shape of the inner-chunk grid (chunks per axis), as zarr-python's."""
-        return tuple(-(-n // c) for n, c in zip(self.shape, self.chunks, strict=True))
+        if not self._regular:
+            return tuple(int(n) for n in self._core.chunk_grid_shape)
+        return tuple(-(-n // c) for n, c in zip(self.shape, self._chunks, strict=True))
 
     @property
     def order(self) -> str:
@@ -231,14 +294,24 @@ class _Blocks:
 
     def _region(self, key: Any) -> Domain:
         array = self._array
-        block = array._shard_shape  # the shard shape; the chunk shape when unsharded
-        grid = tuple(-(-n // b) for n, b in zip(array.shape, block, strict=True))
+        if array._regular:
+            block = array._shard_shape  # the shard shape; the chunk shape when unsharded
+            grid = tuple(-(-n // b) for n, b in zip(array.shape, block, strict=True))
+
+            def start(axis: int, i: int) -> int:  # where block i begins (or the array ends)
+                return min(i * block[axis], array.shape[axis])
+        else:  # a rectilinear grid: the blocks' extents as stored
+            starts = [[0, *itertools.accumulate(s)] for s in array.write_chunk_sizes]
+            grid = tuple(len(s) - 1 for s in starts)
+
+            def start(axis: int, i: int) -> int:
+                return starts[axis][i]
         items = key if isinstance(key, tuple) else (key,)
         if len(items) > len(grid):
             raise BoundsError(f"too many block indices: {len(items)} for {len(grid)} axes")
         items = items + (slice(None),) * (len(grid) - len(items))
         origin, stop = [], []
-        for axis, (k, n, c, size) in enumerate(zip(items, grid, block, array.shape, strict=True)):
+        for axis, (k, n) in enumerate(zip(items, grid, strict=True)):
             if isinstance(k, slice):
                 lo, hi, step = k.indices(n)
                 if step != 1:
@@ -254,6 +327,6 @@ class _Blocks:
                 if not -n <= i < n:
                     raise BoundsError(f"block {i} is out of bounds for axis {axis} with {n} blocks")
                 lo, hi = i % n, i % n + 1
-            origin.append(min(lo * c, size))
-            stop.append(min(hi * c, size))
+            origin.append(start(axis, lo))
+            stop.append(start(axis, hi))
         return Domain(origin, [b - a for a, b in zip(origin, stop, strict=True)])

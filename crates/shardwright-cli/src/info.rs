@@ -163,7 +163,14 @@ fn describe_array(
     }
     let codecs = serde_json::to_string(&layout.metadata().codecs)?;
     let Some(index) = layout.index() else {
-        out!("chunks:        {:?} (not sharded)", layout.chunk_shape());
+        if layout.has_regular_shards() {
+            out!("chunks:        {:?} (not sharded)", layout.chunk_shape());
+        } else {
+            out!(
+                "chunks:        rectilinear, {:?} per dimension (not sharded)",
+                array.shard_grid().cell_sizes()
+            );
+        }
         out!("codecs:        {codecs}");
         let (mut stored, mut bytes) = (0u64, 0u64);
         for index in stored_or_every(&array)? {
@@ -181,22 +188,36 @@ fn describe_array(
         );
         return Ok(());
     };
-    out!(
-        "shards:        {:?} ({} of them)",
-        layout.shard_shape(),
-        array.shard_grid().len()
-    );
-    out!(
-        "inner chunks:  {:?} ({} per shard, {} in all)",
-        layout.chunk_shape(),
-        layout.slots_per_shard(),
-        array.chunk_grid().len()
-    );
-    out!(
-        "index:         at the {:?}, {} bytes",
-        index.location(),
-        index.encoded_size()
-    );
+    if layout.has_regular_shards() {
+        out!(
+            "shards:        {:?} ({} of them)",
+            layout.shard_shape(),
+            array.shard_grid().len()
+        );
+        out!(
+            "inner chunks:  {:?} ({} per shard, {} in all)",
+            layout.chunk_shape(),
+            layout.slots_per_shard(),
+            array.chunk_grid().len()
+        );
+        out!(
+            "index:         at the {:?}, {} bytes",
+            index.location(),
+            index.encoded_size()
+        );
+    } else {
+        out!(
+            "shards:        rectilinear, {:?} per dimension ({} of them)",
+            array.shard_grid().cell_sizes(),
+            array.shard_grid().len()
+        );
+        out!(
+            "inner chunks:  {:?} ({} in all)",
+            layout.chunk_shape(),
+            array.chunk_grid().len()
+        );
+        out!("index:         at the {:?}", index.location());
+    }
     out!("codecs:        {codecs}");
     let (mut stored, mut bytes, mut chunks_stored) = (0u64, 0u64, 0u64);
     for cell in stored_or_every(&array)? {
@@ -207,6 +228,8 @@ fn describe_array(
         };
         stored += 1;
         bytes += size;
+        let own = layout.shard_layout(&cell)?;
+        let Some(index) = own.index() else { continue };
         let size_of_index = index.encoded_size();
         let range = match index.location() {
             shardwright::IndexLocation::Start => 0..size_of_index,
@@ -215,7 +238,7 @@ fn describe_array(
         let Some(index_bytes) = array.store().get_range(&key, range)? else {
             continue;
         };
-        let ranges = shard::split_index(layout, &index_bytes, size)?;
+        let ranges = shard::split_index(&own, &index_bytes, size)?;
         chunks_stored += ranges.iter().filter(|r| r.is_some()).count() as u64;
     }
     let total = array.chunk_grid().len();

@@ -12,7 +12,7 @@ use shardwright::{Array, Domain, FilesystemStore, Transaction, TransactionOption
 use shardwright_object_store::ObjectStoreBackend;
 
 use crate::errors::{error, guard, IntoPy};
-use crate::grid::PyGridIter;
+use crate::grid::{GridCellsArg, PyGridIter};
 use crate::pystore::PyZarrStore;
 use crate::txn::PyTransaction;
 use crate::writer::PyShardWriter;
@@ -232,8 +232,10 @@ impl PyArray {
     }
 
     /// The `zarr.json` text of an array with these settings, checked (nothing is written).
+    /// `grid_cells`: the outer grid (the shards, or the chunks when `shards` is None) as a
+    /// rectilinear grid, one entry per dimension: an extent (regular) or a list of extents.
     #[staticmethod]
-    #[pyo3(signature = (shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names, attributes_json=None))]
+    #[pyo3(signature = (shape, dtype, chunks, shards, fill_value_json, compressor, level, index_location, dimension_names, attributes_json=None, grid_cells=None))]
     #[allow(clippy::too_many_arguments)]
     fn spec_json(
         shape: Vec<u64>,
@@ -246,6 +248,7 @@ impl PyArray {
         index_location: &str,
         dimension_names: Option<Vec<String>>,
         attributes_json: Option<&str>,
+        grid_cells: Option<Vec<GridCellsArg>>,
     ) -> PyResult<String> {
         guard(|| {
             let fill: serde_json::Value = serde_json::from_str(fill_value_json)
@@ -266,8 +269,17 @@ impl PyArray {
                 .fill_value(fill)
                 .compressor(compressor)
                 .index_location(location);
+            let sharded = shards.is_some();
             if let Some(shards) = shards {
                 spec = spec.shards(shards);
+            }
+            if let Some(cells) = grid_cells {
+                let cells = cells.into_iter().map(GridCellsArg::into_cells).collect();
+                spec = if sharded {
+                    spec.shard_cells(cells)
+                } else {
+                    spec.chunk_cells(cells)
+                };
             }
             if let Some(names) = dimension_names {
                 spec = spec.dimension_names(names);
@@ -376,10 +388,48 @@ impl PyArray {
         layout.is_sharded().then(|| layout.shard_shape().to_vec())
     }
 
-    /// The shape of the outer grid cell (the shard, or the chunk when unsharded).
+    /// The shape of the outer grid cell (the shard, or the chunk when unsharded; the first
+    /// one of a rectilinear grid).
     #[getter]
     fn shard_shape(&self) -> Vec<u64> {
         self.inner.layout().shard_shape().to_vec()
+    }
+
+    /// Whether every shard (every chunk, unsharded) has the same shape.
+    #[getter]
+    fn regular_shards(&self) -> bool {
+        self.inner.layout().has_regular_shards()
+    }
+
+    /// The extents of the shards (chunks, unsharded) along each dimension, clipped to the
+    /// array: zarr-python's `write_chunk_sizes`.
+    #[getter]
+    fn shard_sizes(&self) -> Vec<Vec<u64>> {
+        self.inner.shard_grid().cell_sizes()
+    }
+
+    /// The extents of the inner chunks along each dimension, clipped to the array:
+    /// zarr-python's `read_chunk_sizes`.
+    #[getter]
+    fn chunk_sizes(&self) -> Vec<Vec<u64>> {
+        self.inner.chunk_grid().cell_sizes()
+    }
+
+    /// The number of shards (chunks, unsharded) along each dimension.
+    #[getter]
+    fn shard_grid_shape(&self) -> Vec<u64> {
+        self.inner.shard_grid().grid_shape().to_vec()
+    }
+
+    /// The number of inner chunks along each dimension.
+    #[getter]
+    fn chunk_grid_shape(&self) -> Vec<u64> {
+        self.inner.chunk_grid().grid_shape().to_vec()
+    }
+
+    /// The grid index of the shard holding the element at `point`.
+    fn shard_index_at(&self, point: Vec<u64>) -> Vec<u64> {
+        self.inner.shard_grid().cell_index_at(&point)
     }
 
     #[getter]

@@ -34,3 +34,21 @@ impl PyGridIter {
         self.cells.len()
     }
 }
+
+/// One dimension of a rectilinear grid as Python gives it: an extent, or a list of them.
+#[derive(FromPyObject)]
+pub(crate) enum GridCellsArg {
+    /// Cells of one extent.
+    Regular(u64),
+    /// The extent of each cell.
+    Edges(Vec<u64>),
+}
+
+impl GridCellsArg {
+    pub(crate) fn into_cells(self) -> shardwright::domain::AxisCells {
+        match self {
+            GridCellsArg::Regular(c) => shardwright::domain::AxisCells::Regular(c),
+            GridCellsArg::Edges(e) => shardwright::domain::AxisCells::Edges(e),
+        }
+    }
+}

@@ -266,7 +266,7 @@ impl Array {
     pub fn shard_writer(&self, shard: &Domain) -> Result<ShardWriter> {
         let index = shard_index_of(&self.layout, shard)?;
         ShardWriter::new(
-            Arc::clone(&self.layout),
+            self.layout.for_shard(&index)?,
             Arc::clone(&self.store),
             self.shard_key(&index),
             shard,

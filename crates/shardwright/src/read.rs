@@ -73,6 +73,7 @@ fn read_in_shard(
     region: &Domain,
 ) -> Result<(Vec<Piece>, u64)> {
     let elem = layout.element_size();
+    let layout = &*layout.shard_layout(grid_index(shard_domain)?)?;
     let key = join(path, &layout.shard_key(grid_index(shard_domain)?));
     let Some(stored) = store.get(&key)? else {
         return Ok((Vec::new(), 0));
@@ -326,6 +327,7 @@ fn read_ranged(
     target: Target<'_>,
     fetched: &mut u64,
 ) -> Result<()> {
+    let layout = &*layout.shard_layout(grid_index(shard_domain)?)?;
     let key = join(path, &layout.shard_key(grid_index(shard_domain)?));
     let ranges = match cache.get(&key) {
         Some(ranges) => ranges,

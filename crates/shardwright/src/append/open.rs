@@ -19,6 +19,14 @@ impl Appender {
                 "cannot append along axis {axis}: the array has {ndim} dimensions"
             ))));
         }
+        if !array.layout().has_regular_shards() {
+            return Err(Error::Layout(LayoutError::Unsupported(
+                "appending to an array with a rectilinear chunk grid (shards of several \
+                 shapes): append to a regular grid, or write the new shards with write_shard \
+                 after a resize"
+                    .into(),
+            )));
+        }
         // Before anything is stored past the shape: each grow is a resize, which would
         // first clear what a record of an unfinished shrink names — the new slabs.
         let array = array.settle_unfinished_resize()?;

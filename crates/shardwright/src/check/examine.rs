@@ -76,7 +76,11 @@ impl<'a> Geometry<'a> {
 
     /// The global chunk grid coordinates of `slot` of the shard at `shard`.
     pub(super) fn chunk_of(&self, shard: &[u64], slot: usize) -> Vec<u64> {
-        chunk_coordinates(self.layout.chunks_per_shard(), shard, slot)
+        chunk_coordinates(
+            self.layout.chunks_per_shard(),
+            &self.layout.shard_first_chunk(shard),
+            slot,
+        )
     }
 
     /// The entries of an index that failed its checksum, read as they are: the pairs the
@@ -102,8 +106,9 @@ impl<'a> Geometry<'a> {
     }
 }
 
-/// The global chunk coordinates of `slot` (C order) of the shard at grid index `shard`.
-pub(super) fn chunk_coordinates(chunks_per_shard: &[u64], shard: &[u64], slot: usize) -> Vec<u64> {
+/// The global chunk coordinates of `slot` (C order) of the shard whose first inner chunk
+/// is at `first`.
+pub(super) fn chunk_coordinates(chunks_per_shard: &[u64], first: &[u64], slot: usize) -> Vec<u64> {
     let mut rest = slot as u64;
     let mut local: Vec<u64> = chunks_per_shard
         .iter()
@@ -115,12 +120,7 @@ pub(super) fn chunk_coordinates(chunks_per_shard: &[u64], shard: &[u64], slot: u
         })
         .collect();
     local.reverse();
-    shard
-        .iter()
-        .zip(chunks_per_shard)
-        .zip(local)
-        .map(|((s, n), l)| s * n + l)
-        .collect()
+    first.iter().zip(local).map(|(f, l)| f + l).collect()
 }
 
 /// What a stored shard's index says, and what is wrong with it.

@@ -159,6 +159,14 @@ pub fn check(
         let found: Vec<Cell> = group
             .par_iter()
             .map(|cell| match &geometry {
+                // a rectilinear grid's shards differ in shape: each has its own geometry
+                Some(_) if !layout.has_regular_shards() => {
+                    let own = layout.shard_layout(cell.index().unwrap_or_default())?;
+                    match Geometry::of(&own) {
+                        Some(g) => check_shard(array, &g, cell, options),
+                        None => Err(crate::Error::Internal("a shard without an index".into())),
+                    }
+                }
                 Some(g) => check_shard(array, g, cell, options),
                 None => check_chunk(array, cell, options),
             })
@@ -293,8 +301,8 @@ fn index_slice<'b>(g: &Geometry<'_>, bytes: &'b [u8]) -> &'b [u8] {
 /// Check (and repair) the chunk of `cell` of an unsharded array.
 fn check_chunk(array: &Array, cell: &Domain, options: &CheckOptions) -> Result<Cell> {
     let store = array.store().as_ref();
-    let layout = array.layout();
     let coordinates = cell.index().unwrap_or_default();
+    let layout = &*array.layout().shard_layout(coordinates)?;
     let key = array.shard_key(coordinates);
     let mut out = Cell::default();
     let problem = |message: String| Problem {

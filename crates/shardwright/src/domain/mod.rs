@@ -1,9 +1,9 @@
-//! Boxes and regular grids: which shards and inner chunks meet a region, and where.
+//! Boxes and grids: which shards and inner chunks meet a region, and where.
 //!
 //! This layer does no I/O. A [`Domain`] is a half-open box (`origin .. origin + shape`);
-//! a [`Grid`] is a regular grid of cells over an array shape, whose cells at the far edge
-//! are clipped to the array. [`copy`] moves n-dimensional blocks of elements between
-//! byte buffers.
+//! a [`Grid`] is a grid of cells over an array shape — regular, or rectilinear (each
+//! dimension's cell extents listed) — whose cells at the far edge are clipped to the
+//! array. [`copy`] moves n-dimensional blocks of elements between byte buffers.
 //!
 //! ```
 //! use shardwright::domain::{Domain, Grid};
@@ -17,7 +17,7 @@
 pub mod copy;
 mod grid;
 
-pub use grid::{Grid, GridCells};
+pub use grid::{AxisCells, Grid, GridCells};
 
 use std::fmt;
 
@@ -54,6 +54,14 @@ pub enum DomainError {
     /// A grid of this shape (cells along each dimension) has more than `u64::MAX` cells.
     #[error("a grid of {0:?} cells has more than 2^64 cells")]
     TooManyCells(Vec<u64>),
+    /// The cell extents listed for a dimension of a rectilinear grid do not tile it.
+    #[error("rectilinear grid, dimension {dim}: {why}")]
+    Edges {
+        /// The dimension.
+        dim: usize,
+        /// What is wrong with its extents.
+        why: String,
+    },
 }
 
 /// A half-open box of array elements: `origin[d] .. origin[d] + shape[d]` in each dimension.

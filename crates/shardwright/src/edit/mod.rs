@@ -165,10 +165,16 @@ impl Array {
         let shape_text = clear::shape_json(&shape);
         let (resized, plan) = self.rewrite_metadata(|metadata, key| {
             let top = parse(metadata, key)?;
-            let text = top.edit(&[("shape".into(), shape_text.clone())], &[], "");
+            let mut members = vec![("shape".to_string(), shape_text.clone())];
+            // a rectilinear grid whose listed cells stop short of the new shape grows a cell
+            let stored_layout = Layout::from_json(metadata.as_bytes())?;
+            if let Some(grid) = crate::layout::grown_grid(&stored_layout, &shape)? {
+                members.push(("chunk_grid".to_string(), grid.to_string()));
+            }
+            let text = top.edit(&members, &[], "");
             Layout::from_json(text.as_bytes())?; // checked before anything is cleared
                                                  // against the stored shape, not this handle's
-            let stored = self.with_layout(Layout::from_json(metadata.as_bytes())?);
+            let stored = self.with_layout(stored_layout);
             let plan = stored.prepare_resize(&top, &shape)?;
             Ok((text, plan))
         })?;

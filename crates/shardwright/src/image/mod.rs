@@ -201,6 +201,7 @@ impl Image {
         let group = read_group(&bytes, &path)?;
         let options = record::options_from(&group, &path)?;
         let level0 = Array::open(Arc::clone(&store), &join(&path, "0"))?;
+        crate::pyramid::add_levels::refuse_rectilinear(&level0, "open the image over")?;
         let (shape, data_type) = (
             level0.layout().shape().to_vec(),
             level0.layout().data_type_name().to_string(),

@@ -7,6 +7,7 @@ use zarrs::metadata::v3::MetadataV3;
 
 use super::object_text::ObjectText;
 use super::{invalid, IndexLocation, Layout, LayoutError};
+use crate::domain::AxisCells;
 
 /// The compressor of inner chunks in a new array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,9 @@ pub struct ArraySpec {
     attributes: serde_json::Map<String, Value>,
     /// The attributes as the text of a JSON object, stored as written.
     attributes_json: Option<String>,
+    /// The cells of the outer grid (the shards; the chunks when unsharded) along each
+    /// dimension, when given as a rectilinear grid.
+    grid_cells: Option<Vec<AxisCells>>,
 }
 
 impl ArraySpec {
@@ -119,6 +123,7 @@ impl ArraySpec {
             dimension_names: None,
             attributes: serde_json::Map::new(),
             attributes_json: None,
+            grid_cells: None,
         }
     }
 
@@ -126,6 +131,57 @@ impl ArraySpec {
     #[must_use]
     pub fn shards(mut self, shards: Vec<u64>) -> Self {
         self.shards = Some(shards);
+        self.grid_cells = None;
+        self
+    }
+
+    /// Store the array in shards of a rectilinear grid: along each dimension, shards of one
+    /// extent or of the extents listed (each a multiple of the inner chunk extent; listed
+    /// extents add up to the array's extent). Written as zarr-python 3.4 writes
+    /// `shards=[[4, 6], 12]`: a `rectilinear` chunk grid around `sharding_indexed`.
+    ///
+    /// ```
+    /// use shardwright::domain::AxisCells;
+    /// use shardwright::layout::{ArraySpec, Layout};
+    /// let json = ArraySpec::new(vec![10, 12], "uint16", vec![2, 3])
+    ///     .shard_cells(vec![AxisCells::Edges(vec![4, 6]), AxisCells::Edges(vec![6, 6])])
+    ///     .to_json()
+    ///     .unwrap();
+    /// let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    /// let grid = &value["chunk_grid"];
+    /// assert_eq!(grid["name"], "rectilinear");
+    /// assert_eq!(grid["configuration"]["chunk_shapes"], serde_json::json!([[4, 6], [[6, 2]]]));
+    /// let layout = Layout::from_json(json.as_bytes()).unwrap();
+    /// assert_eq!(layout.shard_grid().grid_shape(), &[2, 2]);
+    /// ```
+    #[must_use]
+    pub fn shard_cells(mut self, cells: Vec<AxisCells>) -> Self {
+        self.shards = Some(cells.iter().map(|c| first_extent(c)).collect());
+        self.grid_cells = Some(cells);
+        self
+    }
+
+    /// Store the array unsharded in chunks of a rectilinear grid: along each dimension,
+    /// chunks of one extent or of the extents listed (adding up to the array's extent), as
+    /// zarr-python 3.4 writes `chunks=[[4, 6], [5, 7]]`. Replaces the chunk shape given to
+    /// [`new`](Self::new) and any shards.
+    ///
+    /// ```
+    /// use shardwright::domain::AxisCells;
+    /// use shardwright::layout::{ArraySpec, Layout};
+    /// let json = ArraySpec::new(vec![10], "uint8", vec![1])
+    ///     .chunk_cells(vec![AxisCells::Edges(vec![4, 6])])
+    ///     .to_json()
+    ///     .unwrap();
+    /// let layout = Layout::from_json(json.as_bytes()).unwrap();
+    /// assert!(!layout.is_sharded());
+    /// assert_eq!(layout.chunk_grid().cell_sizes(), vec![vec![4, 6]]);
+    /// ```
+    #[must_use]
+    pub fn chunk_cells(mut self, cells: Vec<AxisCells>) -> Self {
+        self.chunks = cells.iter().map(|c| first_extent(c)).collect();
+        self.shards = None;
+        self.grid_cells = Some(cells);
         self
     }
 
@@ -258,10 +314,23 @@ impl ArraySpec {
                 (shards.clone(), vec![sharding])
             }
         };
+        let chunk_grid = match &self.grid_cells {
+            Some(cells) if cells.iter().any(|c| matches!(c, AxisCells::Edges(_))) => {
+                if cells.len() != rank {
+                    return Err(LayoutError::Shape(format!(
+                        "a rectilinear grid of rank {} for an array of rank {rank}",
+                        cells.len()
+                    )));
+                }
+                check_listed_sums(cells, &self.shape)?;
+                rectilinear_json(cells)
+            }
+            _ => json!({"name": "regular", "configuration": {"chunk_shape": grid_shape}}),
+        };
         let mut metadata = json!({
             "shape": self.shape,
             "data_type": self.data_type,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid_shape}},
+            "chunk_grid": chunk_grid,
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
             "fill_value": fill_json,
             "codecs": codecs,
@@ -282,4 +351,126 @@ impl ArraySpec {
         Layout::from_json(text.as_bytes())?;
         Ok(text)
     }
+}
+
+/// The first cell's extent along a dimension divided as `cells`.
+fn first_extent(cells: &AxisCells) -> u64 {
+    match cells {
+        AxisCells::Regular(c) => *c,
+        AxisCells::Edges(edges) => edges.first().copied().unwrap_or(0),
+    }
+}
+
+/// Refuse listed extents that do not add up to the array's extent exactly (as zarr-python
+/// refuses them when it creates an array; reading accepts more).
+fn check_listed_sums(cells: &[AxisCells], shape: &[u64]) -> Result<(), LayoutError> {
+    for (dim, (cells, extent)) in cells.iter().zip(shape).enumerate() {
+        if let AxisCells::Edges(edges) = cells {
+            let sum = edges.iter().try_fold(0u64, |s, e| s.checked_add(*e));
+            if edges.is_empty() || sum != Some(*extent) {
+                return Err(LayoutError::Shape(format!(
+                    "the extents {edges:?} listed for dimension {dim} must add up to the array's \
+                     extent {extent}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A `rectilinear` chunk grid as zarr-python writes it: a bare extent for a regular
+/// dimension, the listed extents run-length encoded (`[extent, count]` for a run) where
+/// that is shorter.
+fn rectilinear_json(cells: &[AxisCells]) -> Value {
+    let dims: Vec<Value> = cells
+        .iter()
+        .map(|cells| match cells {
+            AxisCells::Regular(c) => json!(c),
+            AxisCells::Edges(edges) => {
+                let mut runs: Vec<(u64, u64)> = Vec::new();
+                for e in edges {
+                    match runs.last_mut() {
+                        Some((value, count)) if value == e => *count += 1,
+                        _ => runs.push((*e, 1)),
+                    }
+                }
+                if runs.len() < edges.len() {
+                    json!(runs
+                        .iter()
+                        .map(|(v, n)| if *n > 1 { json!([v, n]) } else { json!(v) })
+                        .collect::<Vec<_>>())
+                } else {
+                    json!(edges)
+                }
+            }
+        })
+        .collect();
+    json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": dims}})
+}
+
+/// The `chunk_grid` of the array `layout` describes (read from `grid`, its metadata)
+/// grown to cover `shape`: a rectilinear grid whose listed extents fall short of a new
+/// extent gets one more cell covering the rest (as zarr-python does; for a sharded array a
+/// whole number of inner chunks). `None` when the grid covers `shape` as it is.
+///
+/// ```
+/// use shardwright::layout::{grown_grid, ArraySpec, Layout};
+/// use shardwright::domain::AxisCells;
+/// let json = ArraySpec::new(vec![10], "uint8", vec![2])
+///     .shard_cells(vec![AxisCells::Edges(vec![4, 6])])
+///     .to_json()
+///     .unwrap();
+/// let layout = Layout::from_json(json.as_bytes()).unwrap();
+/// let grown = grown_grid(&layout, &[13]).unwrap().unwrap();
+/// assert_eq!(grown["configuration"]["chunk_shapes"], serde_json::json!([[4, 6, 4]]));
+/// assert!(grown_grid(&layout, &[8]).unwrap().is_none());
+/// ```
+///
+/// # Errors
+/// [`LayoutError::Invalid`] for a chunk grid that does not parse.
+pub fn grown_grid(layout: &Layout, shape: &[u64]) -> Result<Option<Value>, LayoutError> {
+    let grid = &layout.metadata().chunk_grid;
+    if grid.name() != "rectilinear" {
+        return Ok(None);
+    }
+    let grid = serde_json::to_value(grid).map_err(|e| invalid(format!("chunk grid: {e}")))?;
+    let Some(dims) = grid
+        .pointer("/configuration/chunk_shapes")
+        .and_then(Value::as_array)
+    else {
+        return Err(invalid("rectilinear chunk grid without chunk_shapes"));
+    };
+    let mut dims = dims.clone();
+    let mut grown = false;
+    for ((dim, extent), chunk) in dims.iter_mut().zip(shape).zip(layout.chunk_shape()) {
+        let Some(listed) = dim.as_array_mut() else {
+            continue; // a bare extent: regular along this dimension, covers any extent
+        };
+        let sum: u64 = listed
+            .iter()
+            .map(|e| match e {
+                Value::Array(run) => {
+                    let v = run.first().and_then(Value::as_u64).unwrap_or(0);
+                    v.saturating_mul(run.get(1).and_then(Value::as_u64).unwrap_or(0))
+                }
+                e => e.as_u64().unwrap_or(0),
+            })
+            .fold(0u64, u64::saturating_add);
+        if sum < *extent {
+            let gap = extent - sum;
+            let edge = if layout.is_sharded() {
+                gap.div_ceil(*chunk).saturating_mul(*chunk)
+            } else {
+                gap
+            };
+            listed.push(json!(edge));
+            grown = true;
+        }
+    }
+    if !grown {
+        return Ok(None);
+    }
+    Ok(Some(
+        json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": dims}}),
+    ))
 }

@@ -8,8 +8,10 @@
 //!
 //! Supported: every fixed-size data type zarrs knows; inner codecs `bytes` (either endian),
 //! `transpose`, `zstd`, `blosc`, `gzip`, `crc32c`; index codecs `bytes` and `crc32c`; index
-//! at the start or the end; rank 1 to 8; the `regular` chunk grid; the `default` and `v2`
-//! chunk key encodings. Anything else is a [`LayoutError::Unsupported`] naming it.
+//! at the start or the end; rank 1 to 8; the `regular` and `rectilinear` chunk grids (a
+//! rectilinear grid's shards differ in shape: [`Layout::for_shard`] gives each shard's
+//! layout); the `default` and `v2` chunk key encodings. Anything else is a
+//! [`LayoutError::Unsupported`] naming it.
 //!
 //! ```
 //! use shardwright::layout::{ArraySpec, Layout};
@@ -27,12 +29,15 @@
 mod create;
 pub(crate) mod object_text;
 mod parse;
+mod per_shard;
 
-pub use create::{ArraySpec, Compressor};
+pub use per_shard::IndexSpec;
+
+pub use create::{grown_grid, ArraySpec, Compressor};
 use parse::{
-    check_codec_limits, check_codec_names, check_sizes, chunk_key_encoding, codec_chain,
-    decode_stages, index_spec, inner_codecs_metadata, invalid, non_zero, plain_zstd,
-    regular_grid_shape, sharding_config, unsupported,
+    cell_extent, check_codec_limits, check_codec_names, check_divides, check_sizes,
+    chunk_key_encoding, codec_chain, decode_stages, grid_cells, index_spec, inner_codecs_metadata,
+    invalid, largest_extent, non_zero, plain_zstd, sharding_config, unsupported,
 };
 pub(crate) use parse::{BytesCodec, DecodeStage};
 
@@ -81,30 +86,6 @@ pub enum IndexLocation {
     End,
 }
 
-/// How the index of each shard is encoded.
-#[derive(Debug, Clone)]
-pub struct IndexSpec {
-    pub(crate) codecs: Arc<CodecChain>,
-    pub(crate) location: IndexLocation,
-    pub(crate) encoded_size: u64,
-    /// The decoded index's array shape: the inner chunks per shard, then 2.
-    pub(crate) shape: Vec<NonZeroU64>,
-}
-
-impl IndexSpec {
-    /// Where the index lies in a shard.
-    #[must_use]
-    pub fn location(&self) -> IndexLocation {
-        self.location
-    }
-
-    /// The size in bytes of an encoded index.
-    #[must_use]
-    pub fn encoded_size(&self) -> u64 {
-        self.encoded_size
-    }
-}
-
 /// The settings of an inner codec chain that is `bytes` (native little endian) then `zstd`
 /// and nothing else: chunks of such a chain are encoded by compressing their raw bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +99,7 @@ pub(crate) struct ZstdSettings {
 /// The layout of one sharded Zarr v3 array. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Layout {
-    metadata: ArrayMetadataV3,
+    metadata: Arc<ArrayMetadataV3>,
     /// The text of the `zarr.json` read, when read from one.
     json: Option<Arc<str>>,
     shape: Vec<u64>,
@@ -130,6 +111,9 @@ pub struct Layout {
     chunk_shape: Vec<u64>,
     chunk_shape_nz: Vec<NonZeroU64>,
     chunks_per_shard: Vec<u64>,
+    /// The grid index of the first inner chunk of the one shard a layout from
+    /// [`Layout::for_shard`] describes; `None` for an array's layout.
+    first_chunk: Option<Vec<u64>>,
     inner_codecs: Arc<CodecChain>,
     index: Option<IndexSpec>,
     key_encoding: ChunkKeyEncoding,
@@ -197,7 +181,10 @@ impl Layout {
         if fill_value.size() != element_size {
             return Err(unsupported(format!("data type '{data_type_name}'")));
         }
-        let grid_shape = regular_grid_shape(&metadata.chunk_grid, shape.len())?;
+        let cells = grid_cells(&metadata.chunk_grid, &shape)?;
+        // The first cell's extents, and the largest along each dimension.
+        let first: Vec<u64> = cells.iter().map(|c| cell_extent(c, 0)).collect();
+        let largest: Vec<u64> = cells.iter().map(largest_extent).collect();
         let key_encoding = chunk_key_encoding(&metadata.chunk_key_encoding)?;
 
         let (chunk_shape, inner_codecs, index) = match metadata.codecs.as_slice() {
@@ -220,7 +207,7 @@ impl Layout {
                     )));
                 }
                 check_codec_names(codecs, INNER_CODECS, "array")?;
-                (grid_shape.clone(), codec_chain(codecs, "array")?, None)
+                (first.clone(), codec_chain(codecs, "array")?, None)
             }
         };
         if chunk_shape.len() != shape.len() {
@@ -229,34 +216,44 @@ impl Layout {
                 shape.len()
             )));
         }
-        let shard_shape = grid_shape;
-        if chunk_shape.contains(&0)
-            || shard_shape
-                .iter()
-                .zip(&chunk_shape)
-                .any(|(s, c)| s % c != 0)
-        {
+        if chunk_shape.contains(&0) {
             return Err(LayoutError::Shape(format!(
-                "inner chunk shape {chunk_shape:?} does not divide shard shape {shard_shape:?}"
+                "inner chunk shape {chunk_shape:?} has a zero extent"
             )));
         }
+        if index.is_some() {
+            check_divides(&cells, &chunk_shape)?;
+        }
+        let shard_shape = first;
         let chunks_per_shard: Vec<u64> = shard_shape
             .iter()
             .zip(&chunk_shape)
             .map(|(s, c)| s / c)
             .collect();
-        check_sizes(&shape, &shard_shape, &chunk_shape, element_size)?;
+        let largest_chunk = if index.is_some() {
+            chunk_shape.clone()
+        } else {
+            largest.clone()
+        };
+        check_sizes(&shape, &largest, &largest_chunk, element_size)?;
         let inner_metadata = inner_codecs_metadata(&metadata);
-        check_codec_limits(&inner_metadata, &chunk_shape, element_size)?;
+        check_codec_limits(&inner_metadata, &largest_chunk, element_size)?;
         let plain_zstd = plain_zstd(&inner_metadata);
         let (decode_stages, array_codecs) =
             decode_stages(&inner_metadata, &inner_codecs, &chunk_shape, element_size)?;
         let chunk_shape_nz = non_zero(&chunk_shape, "inner chunk shape")?;
         // At most one cell per element (whose count fits in 64 bits, checked above).
-        let shard_grid = Grid::new(shape.clone(), shard_shape.clone())
+        let shard_grid = Grid::rectilinear(shape.clone(), cells)
             .map_err(|e| LayoutError::Shape(e.to_string()))?;
-        let chunk_grid = Grid::new(shape.clone(), chunk_shape.clone())
-            .map_err(|e| LayoutError::Shape(e.to_string()))?;
+        // Shard boundaries fall on inner chunk boundaries, so the inner chunks of a sharded
+        // array make a regular grid whatever its shard grid; an unsharded array's chunks
+        // are its shards.
+        let chunk_grid = if index.is_some() {
+            Grid::new(shape.clone(), chunk_shape.clone())
+                .map_err(|e| LayoutError::Shape(e.to_string()))?
+        } else {
+            shard_grid.clone()
+        };
         // Check that the inner chain accepts this data type (e.g. bytes without endian on
         // a multi-byte type is rejected here rather than at the first write).
         inner_codecs
@@ -268,7 +265,7 @@ impl Layout {
             Some(config) => Some(index_spec(&config, &chunks_per_shard)?),
         };
         Ok(Self {
-            metadata,
+            metadata: Arc::new(metadata),
             json: None,
             shape,
             data_type,
@@ -279,6 +276,7 @@ impl Layout {
             chunk_shape,
             chunk_shape_nz,
             chunks_per_shard,
+            first_chunk: None,
             inner_codecs,
             index,
             key_encoding,
@@ -374,13 +372,16 @@ impl Layout {
         self.fill_value.as_ne_bytes()
     }
 
-    /// The shape of a shard (the outer chunk grid's cell).
+    /// The shape of a shard (the outer chunk grid's cell, unclipped). A rectilinear grid's
+    /// shards differ: this is then the first shard's shape, and [`Layout::for_shard`]'s
+    /// layout gives each shard's own.
     #[must_use]
     pub fn shard_shape(&self) -> &[u64] {
         &self.shard_shape
     }
 
-    /// The shape of an inner chunk (equal to the shard shape for an unsharded array).
+    /// The shape of an inner chunk (equal to the shard shape for an unsharded array; the
+    /// first chunk's for an unsharded rectilinear grid, see [`Layout::for_shard`]).
     #[must_use]
     pub fn chunk_shape(&self) -> &[u64] {
         &self.chunk_shape
@@ -390,7 +391,8 @@ impl Layout {
         &self.chunk_shape_nz
     }
 
-    /// The number of inner chunks along each dimension of a shard.
+    /// The number of inner chunks along each dimension of a shard (of the first shard for
+    /// a rectilinear grid, see [`Layout::for_shard`]).
     #[must_use]
     pub fn chunks_per_shard(&self) -> &[u64] {
         &self.chunks_per_shard
@@ -424,6 +426,13 @@ impl Layout {
     #[must_use]
     pub fn inner_codecs(&self) -> &Arc<CodecChain> {
         &self.inner_codecs
+    }
+
+    /// Whether every shard has the same shape (a `regular` chunk grid, or a `rectilinear`
+    /// one listing no extents): then [`Layout::for_shard`] is the layout itself.
+    #[must_use]
+    pub fn has_regular_shards(&self) -> bool {
+        self.shard_grid.is_regular()
     }
 
     /// The grid of shards over the array.
@@ -465,8 +474,12 @@ impl Layout {
     pub fn slot_in_shard(&self, chunk_index: &[u64]) -> usize {
         let cps = self.chunks_per_shard();
         let mut slot = 0u64;
-        for (c, n) in chunk_index.iter().zip(cps) {
-            slot = slot * n + c % n;
+        for (d, (c, n)) in chunk_index.iter().zip(cps).enumerate() {
+            let local = match self.first_chunk.as_ref().and_then(|f| f.get(d)) {
+                Some(first) => c.saturating_sub(*first),
+                None => c % n,
+            };
+            slot = slot * n + local;
         }
         slot as usize
     }

@@ -1,5 +1,5 @@
-//! Reading the pieces of `zarr.json` a [`Layout`](super::Layout) is made of: the regular
-//! grid, the key encoding, the sharding configuration and its index codecs, and the limits
+//! Reading the pieces of `zarr.json` a [`Layout`](super::Layout) is made of: the chunk
+//! grid (regular or rectilinear), the key encoding, the sharding configuration and its index codecs, and the limits
 //! on sizes. Each failure is a [`LayoutError`] naming what was found.
 
 use std::num::NonZeroU64;
@@ -9,7 +9,12 @@ use zarrs::array::{
     ArrayToBytesCodecTraits, BytesRepresentation, ChunkKeyEncoding, CodecChain, FillValue,
 };
 use zarrs::metadata::v3::MetadataV3;
+use zarrs::metadata_ext::chunk_grid::rectilinear::{
+    ChunkEdgeLengths, RectilinearChunkGridConfiguration, RunLengthElement,
+};
 use zarrs::metadata_ext::codec::sharding::{ShardingCodecConfiguration, ShardingIndexLocation};
+
+use crate::domain::AxisCells;
 
 use super::{
     IndexLocation, IndexSpec, LayoutError, ZstdSettings, MAX_CHUNKS_PER_SHARD, MAX_RAW_CHUNK_BYTES,
@@ -119,27 +124,145 @@ pub(super) fn check_codec_limits(
     Ok(())
 }
 
-pub(super) fn regular_grid_shape(grid: &MetadataV3, rank: usize) -> Result<Vec<u64>, LayoutError> {
-    if grid.name() != "regular" {
-        return Err(unsupported(format!(
-            "chunk grid '{}' (only 'regular')",
-            grid.name()
-        )));
+/// The most cells a rectilinear grid may list along one dimension (inside the array).
+pub(super) const MAX_LISTED_CELLS: usize = 1 << 24;
+
+/// The chunk grid of `zarr.json` as the cells along each dimension: `regular`, or
+/// `rectilinear` (zarr-python's `kind: "inline"`, each dimension a bare extent or a list of
+/// extents, run-length encoded or not). Listed cells past the array's extent hold nothing
+/// and are left out (the metadata keeps them as written).
+pub(super) fn grid_cells(grid: &MetadataV3, shape: &[u64]) -> Result<Vec<AxisCells>, LayoutError> {
+    let rank = shape.len();
+    match grid.name() {
+        "regular" => {
+            #[derive(serde::Deserialize)]
+            struct Regular {
+                chunk_shape: Vec<u64>,
+            }
+            let regular: Regular = grid
+                .to_typed_configuration()
+                .map_err(|e| invalid(format!("regular chunk grid: {e}")))?;
+            if regular.chunk_shape.len() != rank || regular.chunk_shape.contains(&0) {
+                return Err(LayoutError::Shape(format!(
+                    "chunk shape {:?} does not fit an array of rank {rank}",
+                    regular.chunk_shape
+                )));
+            }
+            Ok(regular
+                .chunk_shape
+                .into_iter()
+                .map(AxisCells::Regular)
+                .collect())
+        }
+        "rectilinear" => {
+            let config: RectilinearChunkGridConfiguration = grid
+                .to_typed_configuration()
+                .map_err(|e| invalid(format!("rectilinear chunk grid: {e}")))?;
+            let RectilinearChunkGridConfiguration::Inline { chunk_shapes } = config;
+            if chunk_shapes.len() != rank {
+                return Err(LayoutError::Shape(format!(
+                    "rectilinear chunk grid of rank {} for an array of rank {rank}",
+                    chunk_shapes.len()
+                )));
+            }
+            chunk_shapes
+                .iter()
+                .zip(shape)
+                .enumerate()
+                .map(|(dim, (lengths, extent))| match lengths {
+                    ChunkEdgeLengths::Scalar(c) => Ok(AxisCells::Regular(c.get())),
+                    ChunkEdgeLengths::Varying(runs) => listed_cells(dim, runs, *extent),
+                })
+                .collect()
+        }
+        other => Err(unsupported(format!(
+            "chunk grid '{other}' (supported: 'regular', 'rectilinear')"
+        ))),
     }
-    #[derive(serde::Deserialize)]
-    struct Regular {
-        chunk_shape: Vec<u64>,
+}
+
+/// The (unclipped) extent of cell `i` along a dimension divided as `cells`.
+pub(super) fn cell_extent(cells: &AxisCells, i: usize) -> u64 {
+    match cells {
+        AxisCells::Regular(c) => *c,
+        AxisCells::Edges(edges) => edges.get(i).copied().unwrap_or(0),
     }
-    let regular: Regular = grid
-        .to_typed_configuration()
-        .map_err(|e| invalid(format!("regular chunk grid: {e}")))?;
-    if regular.chunk_shape.len() != rank || regular.chunk_shape.contains(&0) {
+}
+
+/// The largest (unclipped) extent of a cell along a dimension divided as `cells`.
+pub(super) fn largest_extent(cells: &AxisCells) -> u64 {
+    match cells {
+        AxisCells::Regular(c) => *c,
+        AxisCells::Edges(edges) => edges.iter().copied().max().unwrap_or(0),
+    }
+}
+
+/// Refuse a shard grid whose shards are not made of whole inner chunks of `chunk_shape`.
+pub(super) fn check_divides(cells: &[AxisCells], chunk_shape: &[u64]) -> Result<(), LayoutError> {
+    let regular: Option<Vec<u64>> = cells
+        .iter()
+        .map(|c| match c {
+            AxisCells::Regular(c) => Some(*c),
+            AxisCells::Edges(_) => None,
+        })
+        .collect();
+    if let Some(shard_shape) = regular {
+        if shard_shape.iter().zip(chunk_shape).any(|(s, c)| s % c != 0) {
+            return Err(LayoutError::Shape(format!(
+                "inner chunk shape {chunk_shape:?} does not divide shard shape {shard_shape:?}"
+            )));
+        }
+        return Ok(());
+    }
+    for (dim, (cells, chunk)) in cells.iter().zip(chunk_shape).enumerate() {
+        let bad = match cells {
+            AxisCells::Regular(c) => (c % chunk != 0).then_some(*c),
+            AxisCells::Edges(edges) => edges.iter().copied().find(|e| e % chunk != 0),
+        };
+        if let Some(extent) = bad {
+            return Err(LayoutError::Shape(format!(
+                "inner chunk shape {chunk_shape:?} does not divide the shards: a shard extent \
+                 of {extent} along dimension {dim} is not a multiple of {chunk}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The extents a rectilinear grid lists along dimension `dim`, run-length decoded, up to
+/// the first cell that reaches `extent` (at least one).
+fn listed_cells(
+    dim: usize,
+    runs: &[RunLengthElement],
+    extent: u64,
+) -> Result<AxisCells, LayoutError> {
+    let mut edges = Vec::new();
+    let mut sum = 0u64;
+    'runs: for run in runs {
+        let (value, count) = match run {
+            RunLengthElement::Single(v) => (v.get(), 1),
+            RunLengthElement::Repeated([v, n]) => (v.get(), n.get()),
+        };
+        for _ in 0..count {
+            if (sum >= extent && !edges.is_empty()) || edges.len() >= MAX_LISTED_CELLS {
+                break 'runs;
+            }
+            edges.push(value);
+            sum = sum.saturating_add(value);
+        }
+    }
+    if sum < extent {
+        if edges.len() >= MAX_LISTED_CELLS {
+            return Err(unsupported(format!(
+                "rectilinear chunk grid, dimension {dim}: more than {MAX_LISTED_CELLS} cells"
+            )));
+        }
         return Err(LayoutError::Shape(format!(
-            "chunk shape {:?} does not fit an array of rank {rank}",
-            regular.chunk_shape
+            "rectilinear chunk grid, dimension {dim}: extents adding up to {sum}, short of the \
+             array's extent {extent}"
         )));
     }
-    Ok(regular.chunk_shape)
+    Ok(AxisCells::Edges(edges))
 }
 
 pub(super) fn chunk_key_encoding(metadata: &MetadataV3) -> Result<ChunkKeyEncoding, LayoutError> {
@@ -170,6 +293,19 @@ pub(super) fn index_spec(
     chunks_per_shard: &[u64],
 ) -> Result<IndexSpec, LayoutError> {
     let codecs = codec_chain(&config.index_codecs, "index")?;
+    let location = match config.index_location {
+        ShardingIndexLocation::Start => IndexLocation::Start,
+        ShardingIndexLocation::End => IndexLocation::End,
+    };
+    index_shape_and_size(codecs, location, chunks_per_shard)
+}
+
+/// The index of a shard of `chunks_per_shard` inner chunks encoded with `codecs`.
+pub(super) fn index_shape_and_size(
+    codecs: Arc<CodecChain>,
+    location: IndexLocation,
+    chunks_per_shard: &[u64],
+) -> Result<IndexSpec, LayoutError> {
     let mut index_shape = non_zero(chunks_per_shard, "inner chunks per shard")?;
     // one (offset, nbytes) pair per inner chunk
     index_shape.push(NonZeroU64::MIN.saturating_add(1));
@@ -181,10 +317,6 @@ pub(super) fn index_spec(
         return Err(unsupported(format!(
             "index codecs with a variable encoded size ({representation})"
         )));
-    };
-    let location = match config.index_location {
-        ShardingIndexLocation::Start => IndexLocation::Start,
-        ShardingIndexLocation::End => IndexLocation::End,
     };
     Ok(IndexSpec {
         codecs,

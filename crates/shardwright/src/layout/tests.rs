@@ -54,7 +54,7 @@ fn unsupported_things_are_named() {
             "lz4hc",
         ),
         ("/data_type", json!("string"), "string"),
-        ("/chunk_grid/name", json!("rectilinear"), "rectilinear"),
+        ("/chunk_grid/name", json!("rectangular"), "rectangular"),
         (
             "/codecs/0/configuration/index_codecs/1/name",
             json!("zstd"),
@@ -150,4 +150,82 @@ fn blosc_chunks_larger_than_blosc_takes_are_unsupported() {
     v["codecs"][0]["configuration"]["codecs"] = json!([{"name": "bytes"}, {"name": "blosc",
         "configuration": {"typesize": 1, "cname": "lz4", "clevel": 5, "shuffle": "bitshuffle", "blocksize": 0}}]);
     assert!(matches!(read(&v), Err(LayoutError::Unsupported(m)) if m.contains("blosc")));
+}
+
+fn rectilinear(chunk_shapes: serde_json::Value) -> serde_json::Value {
+    let mut v = zarr_python_default();
+    v["shape"] = json!([50, 30]);
+    v["chunk_grid"] = json!({"name": "rectilinear",
+        "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}});
+    v
+}
+
+#[test]
+fn rectilinear_shards_each_have_their_own_layout() {
+    // dimension 0: 20, 10, 10, 20 (run-length encoded in the middle); dimension 1: 20 each
+    let layout = Arc::new(read(&rectilinear(json!([[20, [10, 2], 20], 20]))).unwrap());
+    assert!(!layout.has_regular_shards());
+    assert_eq!(layout.shard_grid().grid_shape(), &[4, 2]);
+    assert_eq!(layout.chunk_grid().grid_shape(), &[5, 3]);
+    assert_eq!(
+        layout.shard_grid().cell_sizes(),
+        vec![vec![20, 10, 10, 10], vec![20, 10]]
+    );
+    let second = layout.for_shard(&[1, 1]).unwrap();
+    assert_eq!(second.shard_shape(), &[10, 20]);
+    assert_eq!(second.chunks_per_shard(), &[1, 2]);
+    assert_eq!(second.slots_per_shard(), 2);
+    assert_eq!(second.index().unwrap().encoded_size(), 2 * 16 + 4);
+    assert_eq!(second.shard_first_chunk(&[1, 1]), vec![2, 2]);
+    // chunk (2, 3) is the second slot of shard (1, 1)
+    assert_eq!(second.slot_in_shard(&[2, 3]), 1);
+    // the last shard is listed 20 long and clipped to 10 by the array
+    let last = layout.for_shard(&[3, 0]).unwrap();
+    assert_eq!(last.shard_shape(), &[20, 20]);
+    assert_eq!(last.slots_per_shard(), 4);
+    assert_eq!(last.shard_first_chunk(&[3, 0]), vec![4, 0]);
+    assert!(layout.for_shard(&[4, 0]).is_err());
+}
+
+#[test]
+fn unsharded_rectilinear_chunks_have_their_own_shape() {
+    let mut v = rectilinear(json!([[20, 30], [10, 20]]));
+    v["codecs"] = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+    let layout = Arc::new(read(&v).unwrap());
+    assert!(!layout.is_sharded());
+    assert_eq!(
+        layout.chunk_grid().cell_sizes(),
+        vec![vec![20, 30], vec![10, 20]]
+    );
+    let chunk = layout.for_shard(&[1, 1]).unwrap();
+    assert_eq!(chunk.chunk_shape(), &[30, 20]);
+    assert_eq!(chunk.raw_chunk_bytes(), 30 * 20 * 2);
+    assert_eq!(chunk.slot_in_shard(&[1, 1]), 0);
+}
+
+#[test]
+fn rectilinear_grids_that_do_not_fit_are_refused() {
+    // an extent that is not whole inner chunks (10)
+    let err = read(&rectilinear(json!([[25, 25], 20]))).unwrap_err();
+    assert!(
+        matches!(&err, LayoutError::Shape(m) if m.contains("not a multiple of 10")),
+        "{err}"
+    );
+    // extents short of the array
+    let err = read(&rectilinear(json!([[20, 20], 20]))).unwrap_err();
+    assert!(
+        matches!(&err, LayoutError::Shape(m) if m.contains("short of")),
+        "{err}"
+    );
+    // an RLE count far past the array is not expanded (it would take terabytes)
+    let layout = read(&rectilinear(json!([[[10, 1_000_000_000_000_u64]], 20]))).unwrap();
+    assert_eq!(layout.shard_grid().grid_shape(), &[5, 2]);
+    // another grid name, named
+    let mut v = zarr_python_default();
+    v["chunk_grid"] = json!({"name": "regular_bounded", "configuration": {}});
+    let err = read(&v).unwrap_err();
+    assert!(
+        matches!(&err, LayoutError::Unsupported(m) if m.contains("regular_bounded")),
+        "{err}"
+    );
 }

@@ -79,6 +79,7 @@ pub fn add_levels(
     let group_key = join(&path, METADATA_KEY);
     let group = read_group(store.as_ref(), &group_key)?;
     let level0 = open_level0(&store, &path, group.as_ref())?.with_options(options.writer.clone());
+    refuse_rectilinear(&level0, "add levels over")?;
     let shape0 = level0.layout().shape().to_vec();
     let data_type = level0.layout().data_type_name().to_string();
     let multiscale = group
@@ -337,6 +338,21 @@ fn factors_of(
     axes.iter()
         .map(|a| u64::from(AxisKind::of(a) == AxisKind::Space && space >= 2) + 1)
         .collect()
+}
+
+/// Refuse to `what` a level 0 with a rectilinear chunk grid (the levels above are planned
+/// on whole shards of one shape): copy it into regular shards first.
+pub(crate) fn refuse_rectilinear(level0: &Array, what: &str) -> Result<()> {
+    if level0.layout().has_regular_shards() {
+        return Ok(());
+    }
+    Err(Error::Layout(crate::layout::LayoutError::Unsupported(
+        format!(
+            "{what} '{}': its chunk grid is rectilinear (shards of several shapes); copy it into \
+         a regular grid first (sw.copy / shardwright copy)",
+            level0.path()
+        ),
+    )))
 }
 
 /// The method the levels were made with (their record), else mean.

@@ -209,7 +209,9 @@ impl Source for ArraySource {
     }
 
     fn read_grain(&self) -> Option<Vec<u64>> {
-        Some(self.array.layout().chunk_shape().to_vec())
+        // the chunks of an unsharded rectilinear grid differ in shape: no one grain
+        let layout = self.array.layout();
+        (layout.is_sharded() || layout.has_regular_shards()).then(|| layout.chunk_shape().to_vec())
     }
 
     fn read(&self, region: &Domain) -> Result<Vec<u8>, PyramidError> {

@@ -429,12 +429,7 @@ fn race_point() {
 pub(crate) fn shard_index_of(layout: &Layout, shard: &Domain) -> Result<Vec<u64>> {
     let grid = layout.shard_grid();
     shard.check_inside(&grid.bounds())?;
-    let index: Vec<u64> = shard
-        .origin()
-        .iter()
-        .zip(layout.shard_shape())
-        .map(|(o, s)| o / s)
-        .collect();
+    let index = grid.cell_index_at(shard.origin());
     let cell = grid.cell(&index)?;
     if &cell != shard {
         return Err(Error::NotAnInnerChunk {

@@ -46,15 +46,17 @@ impl ShardWriter {
             .zip(chunk.origin().iter().zip(chunk.shape()))
             .zip(self.shard.origin());
         for ((((&c, &size), &per), (&o, &len)), &shard_origin) in dims {
-            if !o.is_multiple_of(c) || len != c.min(size.saturating_sub(o)) {
-                let index: Vec<u64> = chunk.origin().iter().zip(cs).map(|(o, c)| o / c).collect();
+            // (shards begin on inner chunk boundaries: a rectilinear grid's too)
+            let inside = o - shard_origin;
+            if !inside.is_multiple_of(c) || len != c.min(size.saturating_sub(o)) {
+                let index = self.chunk_grid.cell_index_at(chunk.origin());
                 return Err(Error::NotAnInnerChunk {
                     region: Box::new(chunk.clone()),
                     shard: Box::new(self.shard.clone()),
                     example: Box::new(self.chunk_grid.cell(&index)?),
                 });
             }
-            slot = slot * per + (o - shard_origin) / c;
+            slot = slot * per + inside / c;
         }
         Ok(slot as usize)
     }
