@@ -116,3 +116,99 @@ fn domain_display_names_the_box() {
         "[1:4, 2:6]"
     );
 }
+
+/// Arrays of rank 1 to 4, each dimension cut into listed cells (some past the extent) or
+/// regular ones, and a region inside.
+fn rectilinear_grid() -> impl Strategy<Value = (Vec<u64>, Vec<AxisCells>, Domain)> {
+    let dim = (
+        1u64..=4,
+        proptest::collection::vec(1u64..=5, 1..=5),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    proptest::collection::vec(dim, 1..=4).prop_flat_map(|dims| {
+        let mut shape = Vec::new();
+        let mut cells = Vec::new();
+        for (regular, edges, listed, short) in &dims {
+            let sum: u64 = edges.iter().sum();
+            if *listed {
+                // the array may end inside the last listed cell
+                let last = edges.last().copied().unwrap_or(1);
+                shape.push(if *short { sum - (last - 1) } else { sum });
+                cells.push(AxisCells::Edges(edges.clone()));
+            } else {
+                shape.push(sum);
+                cells.push(AxisCells::Regular(*regular));
+            }
+        }
+        let region = shape
+            .iter()
+            .map(|&n| (0..n).prop_flat_map(move |o| (Just(o), 1..=n - o)))
+            .collect::<Vec<_>>();
+        (Just(shape), Just(cells), region).prop_map(|(shape, cells, region)| {
+            let (origin, extent) = region.into_iter().unzip();
+            (shape, cells, Domain::new(origin, extent))
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    #[test]
+    fn rectilinear_cells_tile_the_array_once_and_meet_regions_exactly(
+        (shape, cells, region) in rectilinear_grid()
+    ) {
+        let grid = Grid::rectilinear(shape.clone(), cells.clone()).unwrap();
+        let all: Vec<Domain> = grid.cells().collect();
+        prop_assert_eq!(all.len() as u64, grid.len());
+        prop_assert_eq!(all.iter().map(Domain::size).sum::<u64>(), shape.iter().product::<u64>());
+        for (i, a) in all.iter().enumerate() {
+            prop_assert!(grid.bounds().contains(a) && !a.is_empty());
+            prop_assert_eq!(grid.cell_index_at(a.origin()), a.index().unwrap().to_vec());
+            prop_assert_eq!(grid.linear_index(a.index().unwrap()), i as u64);
+            for b in &all[i + 1..] {
+                prop_assert!(a.intersect(b).is_none(), "{} and {} overlap", a, b);
+            }
+        }
+        let meeting: Vec<Domain> = grid.cells_meeting(&region).collect();
+        let brute: Vec<Domain> = all.iter().filter(|c| c.intersect(&region).is_some()).cloned().collect();
+        prop_assert_eq!(meeting, brute);
+        let sizes = grid.cell_sizes();
+        prop_assert_eq!(sizes.iter().map(Vec::len).map(|n| n as u64).collect::<Vec<_>>(), grid.grid_shape().to_vec());
+        prop_assert!(sizes.iter().zip(&shape).all(|(s, n)| s.iter().sum::<u64>() == *n));
+    }
+}
+
+#[test]
+fn rectilinear_grids_refuse_edges_that_do_not_tile() {
+    let short = Grid::rectilinear(vec![10], vec![AxisCells::Edges(vec![4, 5])]);
+    assert!(
+        matches!(short, Err(DomainError::Edges { dim: 0, .. })),
+        "{short:?}"
+    );
+    let zero = Grid::rectilinear(
+        vec![4, 4],
+        vec![AxisCells::Regular(4), AxisCells::Edges(vec![4, 0])],
+    );
+    assert!(
+        matches!(zero, Err(DomainError::Edges { dim: 1, .. })),
+        "{zero:?}"
+    );
+    let none = Grid::rectilinear(vec![0], vec![AxisCells::Edges(vec![])]);
+    assert!(matches!(none, Err(DomainError::Edges { .. })), "{none:?}");
+    // an empty dimension with listed cells: no cell
+    let empty = Grid::rectilinear(
+        vec![0, 3],
+        vec![AxisCells::Edges(vec![2]), AxisCells::Regular(3)],
+    )
+    .unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.cells().count(), 0);
+    let unclipped = Grid::rectilinear(vec![7], vec![AxisCells::Edges(vec![4, 6])]).unwrap();
+    assert_eq!(
+        unclipped.cell_unclipped(&[1]).unwrap(),
+        Domain::new(vec![4], vec![6]).with_index(vec![1])
+    );
+    assert_eq!(unclipped.cell(&[1]).unwrap(), Domain::new(vec![4], vec![3]));
+}
