@@ -10,7 +10,7 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use shardwright::domain::{Domain, Grid};
+use shardwright::domain::{AxisCells, Domain, Grid};
 use shardwright::format::{chunk, index, shard};
 use shardwright::layout::{IndexLocation, Layout};
 use shardwright::store::{MemoryStore, Store};
@@ -393,6 +393,13 @@ pub fn layout(data: &[u8]) -> Check {
             return fail(format!("last shard {cell} outside {}", layout.bounds()));
         }
         let _ = layout.shard_key(&last);
+        // a rectilinear grid's last shard has its own layout
+        let own = layout
+            .shard_layout(&last)
+            .map_err(|e| format!("the last shard's layout: {e}"))?;
+        if own.slots_per_shard() as u64 != own.chunks_per_shard().iter().product::<u64>() {
+            return fail("the last shard's slots are not its chunks per shard".into());
+        }
         if shards.linear_index(&last) != n_shards - 1 {
             return fail("the last shard's linear index is not len - 1".into());
         }
@@ -432,7 +439,15 @@ pub fn grid(data: &[u8]) -> Check {
     let origin: Vec<u64> = (0..rank).map(|_| input.extent()).collect();
     let shape: Vec<u64> = (0..rank).map(|_| input.extent()).collect();
     let offset: Vec<i64> = (0..rank).map(|_| input.extent() as i64).collect();
-    let Ok(grid) = Grid::new(array.clone(), cell.clone()) else {
+    // Some dimensions list their cells (a rectilinear grid): up to 4 extents each.
+    let cells: Vec<AxisCells> = cell
+        .iter()
+        .map(|&c| match input.byte() % 3 {
+            0 => AxisCells::Edges((0..=input.byte() % 4).map(|_| input.extent()).collect()),
+            _ => AxisCells::Regular(c),
+        })
+        .collect();
+    let Ok(grid) = Grid::rectilinear(array.clone(), cells) else {
         return Ok(());
     };
     let bounds = grid.bounds();
@@ -484,6 +499,9 @@ pub fn grid(data: &[u8]) -> Check {
         }
         let _ = grid.cell_unclipped(&last);
         let _ = grid.linear_index(&last);
+        if grid.cell_index_at(cell.origin()) != last {
+            return fail(format!("the last cell {cell} is not where its origin lies"));
+        }
     }
     Ok(())
 }

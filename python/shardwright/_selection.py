@@ -42,11 +42,17 @@ class _Readable(Protocol):
     def shape(self) -> tuple[int, ...]: ...
     @property
     def dtype(self) -> np.dtype: ...
-    # the inner chunk shape (an unsharded rectilinear grid's first chunk's): reads are
-    # planned along it
-    _chunks: tuple[int, ...]
-
+    @property
+    def chunks(self) -> tuple[int, ...]: ...
     def read(self, region: Domain) -> np.ndarray: ...
+
+
+def _grain(array: _Readable) -> tuple[int, ...]:
+    """The chunk shape reads are planned along: a shardwright Array's inner chunks (for an
+    unsharded rectilinear grid, whose ``chunks`` is undefined, the first chunk's), else the
+    object's ``chunks``."""
+    grain = getattr(array, "_chunks", None)
+    return tuple(array.chunks if grain is None else grain)
 
 
 # --------------------------------------------------------------------------------------
@@ -294,12 +300,12 @@ def _read_selectors(
     final = tuple(n for n, k in zip(shape, keep) if k)
     if 0 in shape:
         return np.empty(final, dtype=array.dtype)
-    plans = [_pieces(s, c) for s, c in zip(sels, array._chunks)]
+    plans = [_pieces(s, c) for s, c in zip(sels, _grain(array))]
     spans = math.prod(sum(p[1] - p[0] for p in plan) for plan in plans)
     if spans * array.dtype.itemsize > _BOX_BYTES and spans > _DENSITY * math.prod(shape):
         # Sparse along several axes at once (1 in 4 per axis is 1 in 64 over three): read
         # box by box within the inner chunks, never the bounding box.
-        plans = [_pieces(s, c, split=True) for s, c in zip(sels, array._chunks)]
+        plans = [_pieces(s, c, split=True) for s, c in zip(sels, _grain(array))]
     if all(len(p) == 1 for p in plans):
         parts = [p[0] for p in plans]
         if all(isinstance(p[2], slice) for p in parts):  # in order: no scatter needed
@@ -321,7 +327,7 @@ def _read_points(array: _Readable, coords: list[np.ndarray], shape: tuple[int, .
     n = coords[0].size
     out = np.empty(n, dtype=array.dtype)
     if n:
-        cids = [c // k for c, k in zip(coords, array._chunks)]
+        cids = [c // k for c, k in zip(coords, _grain(array))]
         order = np.lexsort(cids[::-1])
         change = np.zeros(n - 1, dtype=bool)
         for c in cids:
