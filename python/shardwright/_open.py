@@ -223,7 +223,9 @@ def _grid(values: Any, what: str) -> tuple[list[int], list[int | list[int]] | No
         if isinstance(v, (list, tuple)) or hasattr(v, "__len__"):
             edges = _dims(v, f"{what}[{axis}]", least=1)
             if not edges:
-                raise ShapeError(f"{what}[{axis}] lists no extent: a dimension has one cell or more")
+                raise ShapeError(
+                    f"{what}[{axis}] lists no extent: a dimension has one cell or more"
+                )
             cells.append(edges)
         else:
             cells.append(_dims([v], what, least=1)[0])

@@ -306,6 +306,7 @@ class _Blocks:
 
             def start(axis: int, i: int) -> int:
                 return starts[axis][i]
+
         items = key if isinstance(key, tuple) else (key,)
         if len(items) > len(grid):
             raise BoundsError(f"too many block indices: {len(items)} for {len(grid)} axes")

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 import shardwright as sw
 from error_doc import expect
 
@@ -57,5 +56,3 @@ def test_rectilinear_arrays_refuse_what_needs_one_shard_shape(tmp_path):
     with expect("rectilinear-chunks-attribute"):
         _ = u.chunks
     assert u.read_chunk_sizes == ((4, 6), (3, 4))
-
-

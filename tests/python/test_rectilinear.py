@@ -19,9 +19,7 @@ from hypothesis import strategies as st
 
 zarr = pytest.importorskip("zarr")
 if not hasattr(zarr.core.metadata.v3, "RectilinearChunkGridMetadata"):
-    pytest.skip(
-        "this zarr-python writes no rectilinear grids (3.4 does)", allow_module_level=True
-    )
+    pytest.skip("this zarr-python writes no rectilinear grids (3.4 does)", allow_module_level=True)
 
 SHAPE = (10, 12, 7)
 SHARDS = [[4, 6], [6, 6], 4]  # a list per dimension, or a bare extent (regular)
@@ -132,9 +130,7 @@ def test_reads_run_length_encoded_and_overhanging_edges(tmp_path):
 
 
 def test_create_writes_the_metadata_zarr_python_writes(tmp_path):
-    a = sw.create(
-        tmp_path / "s.zarr", shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS
-    )
+    a = sw.create(tmp_path / "s.zarr", shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS)
     z = zarr.create_array(
         str(tmp_path / "z.zarr"), shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS
     )
@@ -302,7 +298,9 @@ def grids(draw):
     return tuple(shape), chunk, shards
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(grid=grids(), data=st.data())
 def test_random_region_writes_match_numpy_and_zarr_python(tmp_path, grid, data):
     shape, chunks, shards = grid
