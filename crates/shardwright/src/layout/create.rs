@@ -156,7 +156,7 @@ impl ArraySpec {
     /// ```
     #[must_use]
     pub fn shard_cells(mut self, cells: Vec<AxisCells>) -> Self {
-        self.shards = Some(cells.iter().map(|c| first_extent(c)).collect());
+        self.shards = Some(cells.iter().map(first_extent).collect());
         self.grid_cells = Some(cells);
         self
     }
@@ -179,7 +179,7 @@ impl ArraySpec {
     /// ```
     #[must_use]
     pub fn chunk_cells(mut self, cells: Vec<AxisCells>) -> Self {
-        self.chunks = cells.iter().map(|c| first_extent(c)).collect();
+        self.chunks = cells.iter().map(first_extent).collect();
         self.shards = None;
         self.grid_cells = Some(cells);
         self
