@@ -15,11 +15,11 @@ from ._appending import Appending
 from ._assign import write_key, write_orthogonal, write_points
 from ._cells import Cells
 from ._domain import Domain
+from ._dtypes import numpy_dtype
 from ._errors import (
     BoundsError,
     ReadOnlyError,
     ShapeError,
-    UnsupportedError,
 )
 from ._indexing import is_plain
 from ._lazy import OpensOnFirstUse
@@ -35,11 +35,9 @@ from ._zarr_names import ZarrNames
 Within = Domain | tuple[slice, ...] | None
 
 
-def _numpy_dtype(name: str) -> np.dtype:
-    try:
-        return np.dtype(name)
-    except TypeError as err:
-        raise UnsupportedError(f"data type '{name}' has no numpy equivalent here") from err
+def _numpy_dtype(spec: str) -> np.dtype:
+    """The numpy dtype of the engine's data type ``spec`` (see ``_dtypes``)."""
+    return numpy_dtype(spec)
 
 
 class Array(OpensOnFirstUse, ZarrNames, Appending):

@@ -76,7 +76,9 @@ class Array:
     @property
     def shape(self) -> list[int]: ...
     @property
-    def dtype(self) -> str: ...
+    def dtype(self) -> str:
+        """The data type's spec: its Zarr v3 name, or the compact JSON of the data type
+        object of a type with a configuration (``numpy.datetime64``, ``raw_bytes``…)."""
     @property
     def chunks(self) -> list[int]: ...
     @property

@@ -10,17 +10,16 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from . import _core, _pipeline
 from ._appender import ImageAppender
 from ._array import Array
 from ._cells import Cells
 from ._domain import Domain
+from ._dtypes import dtype_of, spec_of
 from ._errors import ShapeError
+from ._fill import fill_value_json
 from ._image_metadata import ChannelSpec, physical_settings
 from ._location import Location, resolve
-from ._open import _fill_json
 from ._pyramid import Levels, _ints, engine_place, engine_settings
 
 
@@ -214,7 +213,7 @@ def create_image(
     name: str | None = None,
     compressor: str | None = "zstd",
     compression_level: int | None = None,
-    fill_value: Any = 0,
+    fill_value: Any = None,
     overwrite: bool = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
@@ -243,7 +242,7 @@ def create_image(
     >>> [a.shape for a in img.close()]
     [(32, 32), (16, 16), (8, 8)]
     """
-    np_dtype = np.dtype(dtype)
+    np_dtype = dtype_of(dtype)
     if overwrite and resume:
         raise ValueError("overwrite=True and resume=True contradict each other: choose one")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
@@ -267,8 +266,8 @@ def create_image(
     core = _core.Image.create(
         *engine_place(where),
         dims,
-        np_dtype.name,
-        json.dumps(_fill_json(fill_value, np_dtype)),
+        spec_of(np_dtype),
+        json.dumps(fill_value_json(fill_value, np_dtype)),
         settings,
         bool(resume),
         bool(overwrite),

@@ -25,8 +25,9 @@ from ._values import (
     coerce,
     fit,
     is_element,
-    refuse_non_numbers,
+    refuse_by_dtype,
 )
+from ._values_fixed import times_of
 
 # The source is checked against the array's dtype in blocks of at most this many bytes.
 _CHECK_BYTES = 8 << 20
@@ -86,6 +87,8 @@ def prepare(
     Traceback (most recent call last):
     shardwright._errors.DTypeError: value -1 at index (1,) of the int64 data does not fit uint8 (0..255); nothing was written
     """  # noqa: E501
+    if dtype.kind in "Mm":
+        data = times_of(data, dtype)  # date strings, datetime objects
     if isinstance(data, (*_SCALARS, list, tuple)) or element:
         return coerce(data, dtype, shape, element=element, region=region)
     array = np.asarray(data)  # an ndarray, or anything with __array__ (dask, TensorStore)
@@ -109,9 +112,10 @@ def check_fits(
     source = array.dtype
     if source == dtype:
         return
-    refuse_non_numbers(source, dtype)
+    refuse_by_dtype(source, dtype)
     complex_to_real = source.kind == "c" and dtype.kind != "c"
-    if np.can_cast(source, dtype, "safe") and not _may_round(source, dtype):
+    numbers = source.kind in "biufc" and dtype.kind in "biufc"  # times may overflow
+    if numbers and np.can_cast(source, dtype, "safe") and not _may_round(source, dtype):
         if not complex_to_real:
             return
     for block in blocks(array.shape, array.itemsize, _CHECK_BYTES):

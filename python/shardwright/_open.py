@@ -16,14 +16,15 @@ import numpy as np
 
 from . import _core
 from ._array import Array
+from ._dtypes import dtype_of, spec_of
 from ._errors import (
     ArrayNotFoundError,
-    DTypeError,
     NotAnArrayError,
     ShapeError,
     ShardwrightError,
     UnsupportedError,
 )
+from ._fill import fill_value_json
 from ._location import Location, resolve
 from ._metadata import attributes_json, compressor_setting
 
@@ -233,47 +234,6 @@ def _grid(values: Any, what: str) -> tuple[list[int], list[int | list[int]] | No
     return first, cells
 
 
-def _same_number(value: Any, scalar: Any) -> bool:
-    """Whether ``value`` is the number ``scalar`` (an exact integer, or a bool)."""
-    try:
-        given = np.asarray(value)
-    except (ValueError, TypeError):
-        return False
-    if given.shape != () or given.dtype.kind not in "biuf":
-        return False
-    number = given.item()
-    if isinstance(number, float) and not number.is_integer():
-        return False
-    return int(number) == int(scalar)
-
-
-def _fill_json(value: Any, dtype: np.dtype) -> Any:
-    def number(x: float) -> Any:
-        if math.isnan(x):
-            return "NaN"
-        if math.isinf(x):
-            return "Infinity" if x > 0 else "-Infinity"
-        return x
-
-    try:
-        scalar = np.asarray(value, dtype=dtype).item()
-    except (OverflowError, ValueError, TypeError) as err:
-        raise DTypeError(f"fill value {value!r} is not a {dtype}: {err}") from err
-    if dtype.kind in "biu" and not _same_number(value, scalar):
-        # numpy casts 1.5 to 1 and 300 to 44 for uint8 without a word: the array would
-        # say something else than what was asked.
-        raise DTypeError(f"fill value {value!r} is not a {dtype}: it would be stored as {scalar!r}")
-    if dtype.kind == "b":
-        return bool(scalar)
-    if dtype.kind in "iu":
-        return int(scalar)
-    if dtype.kind == "f":
-        return number(float(scalar))
-    if dtype.kind == "c":
-        return [number(scalar.real), number(scalar.imag)]
-    raise UnsupportedError(f"data type {dtype}")
-
-
 class _Unset:
     """The default of an argument not given."""
 
@@ -310,7 +270,7 @@ def create(
     dtype: Any,
     chunks: Sequence[int],
     shards: Sequence[int] | None = None,
-    fill_value: Any = 0,
+    fill_value: Any = None,
     compressor: str | _Unset | None = _UNSET,
     compression_level: int | None = None,
     index_location: str = "end",
@@ -336,6 +296,13 @@ def create(
     shard extents along a dimension (each a multiple of the chunk's, adding up to the
     shape) and a bare number keeps that dimension regular; unsharded, ``chunks=[[4, 6],
     [5, 7]]`` lists the chunks' extents (see :attr:`Array.write_chunk_sizes`).
+    ``dtype``: a number or bool dtype, ``M8[unit]`` / ``m8[unit]`` (any unit and scale,
+    as ``numpy.datetime64`` / ``numpy.timedelta64``), ``U<n>`` (``fixed_length_utf32``),
+    ``S<n>`` (``null_terminated_bytes``) or ``V<n>`` (``raw_bytes``), stored as
+    zarr-python stores them; variable-length (``str``, ``object``) and structured
+    dtypes are refused with :class:`UnsupportedError`. ``fill_value``: a value of the
+    dtype (``"NaT"``, ``"2020-01-01"``, ``"ab"``, ``b"ab"``…); ``None`` (default): the
+    dtype's default as zarr-python's (0, false, NaT, ``""``, zero bytes).
     ``attributes``: user attributes (JSON values) for ``zarr.json``; ``dimension_names``:
     one name per dimension.
     ``overwrite=True`` removes whatever is at ``target`` first (never a whole bucket or
@@ -346,11 +313,14 @@ def create(
     ...               chunks=(16, 16), shards=(32, 32), compressor="blosc")
     >>> a.metadata["codecs"][0]["configuration"]["codecs"][1]["name"]
     'blosc'
+    >>> t = sw.create(tempfile.mkdtemp() + "/t.zarr", shape=(3,), dtype="M8[s]", chunks=(3,))
+    >>> t[1] = "2020-01-01"
+    >>> t.dtype, t[...].astype(str).tolist()
+    (dtype('<M8[s]'), ['NaT', '2020-01-01T00:00:00', 'NaT'])
     """
-    np_dtype = np.dtype(dtype)
+    np_dtype = dtype_of(dtype)
     name, level = _compression(compressor, compressors, compression_level, np_dtype.itemsize)
-    if np_dtype.kind not in "biufc" or np_dtype.hasobject:
-        raise UnsupportedError(f"data type {np_dtype} (fixed-size numeric or bool only)")
+    data_type = spec_of(np_dtype)
     if dimension_names is not None:
         if isinstance(dimension_names, str):
             raise ShapeError(
@@ -381,11 +351,11 @@ def create(
                 f"{what} {tuple(given)} must have the array's rank {len(dims[0])} "
                 f"(shape {tuple(dims[0])})"
             )
-    fill_json = json.dumps(_fill_json(fill_value, np_dtype))
+    fill_json = json.dumps(fill_value_json(fill_value, np_dtype))
     try:
         json_text = _core.Array.spec_json(
             dims[0],
-            np_dtype.name,
+            data_type,
             dims[1],
             dims[2],
             fill_json,
@@ -475,8 +445,9 @@ def create_array(
 ) -> Array:
     """:func:`create` with ``zarr.create_array``'s argument names: ``store`` (a path, URL
     or zarr-python store) and ``name`` (the array's path in it), ``chunks="auto"`` (about
-    1 MiB, dividing ``shards``), ``compressors="auto"`` (zstd), ``fill_value=None`` (0),
-    ``data=`` (an array whose shape and dtype are taken, written once created).
+    1 MiB, dividing ``shards``), ``compressors="auto"`` (zstd), ``fill_value=None``
+    (the dtype's default), ``data=`` (an array whose shape and dtype are taken, written
+    once created).
     What shardwright does not write is refused: ``zarr_format=2``, ``filters``, ``order="F"``.
 
     >>> import numpy as np, tempfile, shardwright as sw
@@ -500,7 +471,7 @@ def create_array(
         dtype = values.dtype if dtype is None else dtype
     if shape is None or dtype is None:
         raise TypeError("create_array needs shape= and dtype= (or data=)")
-    np_dtype = np.dtype(dtype)
+    np_dtype = dtype_of(dtype)
     if isinstance(chunks, str):
         if chunks != "auto":
             raise ValueError(f"chunks must be a shape or 'auto', got {chunks!r}")
@@ -512,7 +483,7 @@ def create_array(
         dtype=np_dtype,
         chunks=chunks,
         shards=shards,
-        fill_value=0 if fill_value is None else fill_value,
+        fill_value=fill_value,
         compressors="zstd"
         if isinstance(compressors, str) and compressors == "auto"
         else compressors,

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _core
 from ._array import Array
+from ._dtypes import numpy_dtype, spec_of
 from ._errors import DTypeError, ShapeError
 from ._location import resolve
 from ._values import fit
@@ -38,7 +39,7 @@ def _block_bytes(part: Any, shape: list[int], dtype: str, region: str) -> bytes:
             f"the source gave an array of shape {data.shape} for {region}; expected "
             f"{tuple(shape)} (the source must support numpy-style slicing)"
         )
-    target = np.dtype(dtype)
+    target = numpy_dtype(dtype)
     origin = [int(n) for n in re.findall(r"(\d+):", region)]
     data = fit(
         data,
@@ -52,9 +53,14 @@ def _block_bytes(part: Any, shape: list[int], dtype: str, region: str) -> bytes:
 
 
 def _dtype_name(dtype: Any) -> str:
+    """The engine's name (spec) of a source's dtype.
+
+    >>> _dtype_name(np.dtype(">u2")), _dtype_name("U2")
+    ('uint16', '{"name":"fixed_length_utf32","configuration":{"length_bytes":8}}')
+    """
     dtype = getattr(dtype, "numpy_dtype", dtype)  # TensorStore's dtypes
     try:
-        return np.dtype(dtype).newbyteorder("=").name
+        return spec_of(np.dtype(dtype).newbyteorder("="))
     except TypeError as err:
         raise DTypeError(f"the source's dtype {dtype!r} is not a numpy dtype") from err
 

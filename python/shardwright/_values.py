@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._errors import DTypeError, ShapeError
+from ._values_fixed import fit_fixed, limits, named, refuse_by_dtype, shown, times_of
 
 if TYPE_CHECKING:
     from ._domain import Domain
@@ -63,6 +64,8 @@ def coerce(
     Traceback (most recent call last):
     shardwright._errors.ShapeError: data of shape (3,) does not broadcast to the region's ...
     """  # noqa: E501
+    if dtype.kind in "Mm":
+        data = times_of(data, dtype)  # date strings, datetime objects
     if isinstance(data, _SCALARS) or (isinstance(data, np.ndarray) and data.ndim == 0):
         return _scalar(data, dtype)
     if isinstance(data, list | tuple):
@@ -132,8 +135,11 @@ def fit(
     ``map_chunks``, Dask blocks, and the blocks a ``sw.pyramid`` or ``sw.copy`` source
     gives. The rule, from the dtype of ``data``:
 
-    - the same dtype: ``data`` itself, unchecked. Only numbers (bool, integer, float,
-      complex) are cast: text, objects or dates are refused by their dtype.
+    - the same dtype: ``data`` itself, unchecked. Numbers (bool, integer, float,
+      complex) are cast among themselves: text, objects or dates are refused by their
+      dtype. Dates, times, text and bytes are cast among themselves by numpy's
+      ``same_kind`` rule, each value stored exactly (see ``_values_fixed``: a longer
+      string, a finer time, NaT's integer are refused).
     - into an integer or bool dtype: every value in its range (bool: 0 or 1), never
       wrapped; a float must also be finite and integral (NaN, inf and 2.5 are refused).
     - integers into a float or complex dtype: every value exactly representable (an int64
@@ -169,32 +175,17 @@ def fit(
     source = data.dtype
     if source == dtype:
         return data
-    refuse_non_numbers(source, dtype, then)
+    refuse_by_dtype(source, dtype, then)
     with np.errstate(all="ignore"):
         if data.size == 0:
             return data.astype(dtype)
-        cast, bad = _checked(data, dtype)
+        numbers = source.kind in _NUMBERS and dtype.kind in _NUMBERS
+        cast, bad = _checked(data, dtype) if numbers else fit_fixed(data, dtype)
         if bad is None:
             assert cast is not None
             return cast
         message = _refusal(data, bad, dtype, what, region, then)
     raise DTypeError(message)
-
-
-def refuse_non_numbers(source: np.dtype, dtype: np.dtype, then: str = _THEN) -> None:
-    """:class:`DTypeError` unless ``source`` and ``dtype`` are both numbers (bool,
-    integer, float, complex): what :func:`fit` refuses by the dtype alone, before
-    looking at any value (``shardwright.dask`` checks it before computing a block).
-
-    >>> refuse_non_numbers(np.dtype("<U3"), np.dtype("uint16"))
-    Traceback (most recent call last):
-    shardwright._errors.DTypeError: cannot write data of dtype <U3 into the array's dtype uint16: only numbers (bool, integer, float, complex) are converted; nothing was written
-    """  # noqa: E501
-    if source.kind not in _NUMBERS or dtype.kind not in _NUMBERS:
-        raise DTypeError(
-            f"cannot write data of dtype {source} into the array's dtype {dtype}: only "
-            f"numbers (bool, integer, float, complex) are converted; {then}"
-        )
 
 
 def _may_round(source: np.dtype, dtype: np.dtype) -> bool:
@@ -284,6 +275,8 @@ def _float_to_float(
 def _limits(value: Any, dtype: np.dtype) -> str:
     """What ``dtype`` holds, said for ``value`` (a numpy scalar or Python number that
     does not fit it)."""
+    if dtype.kind not in _NUMBERS:
+        return limits(value, dtype)
     if isinstance(value, complex | np.complexfloating) and dtype.kind != "c":
         if value.imag != 0:
             return f"{dtype} (a real dtype: the imaginary part must be 0)"
@@ -316,7 +309,7 @@ def _refusal(
     flat = int(np.argmax(bad.reshape(-1)))
     index = tuple(int(i) for i in np.unravel_index(flat, bad.shape)) if bad.ndim else ()
     value = data[index]
-    what = f"the {data.dtype} data" if what is None else what
+    what = f"the {named(data.dtype)} data" if what is None else what
     if data.ndim == 0:
         place = f" ({what})" if what else ""
     elif region is None:
@@ -337,7 +330,7 @@ def _shown(value: Any) -> str:
     (float16's 65504 is not 6.55e+04)."""
     if isinstance(value, np.floating) and np.isfinite(value) and value == np.trunc(value):
         return f"{int(value)}.0" if abs(float(value)) < 2**64 else str(value)
-    return str(value)
+    return shown(value)
 
 
 def _scalar(data: Any, dtype: np.dtype) -> bytes:
@@ -346,7 +339,7 @@ def _scalar(data: Any, dtype: np.dtype) -> bytes:
     if isinstance(data, np.ndarray | np.generic):
         array = np.asarray(data)
         article = "an" if array.dtype.name[0] in "aeio" else "a"  # a uint8, an int8
-        return fit(array, dtype, what=f"{article} {array.dtype} scalar").tobytes()
+        return fit(array, dtype, what=f"{article} {named(array.dtype)} scalar").tobytes()
     if type(data) is int and not -(2**63) <= data < 2**64:
         return _python_values(np.array(data, dtype=object), dtype).tobytes()
     return fit(np.asarray(data), dtype, what="").tobytes()

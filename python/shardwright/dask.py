@@ -65,7 +65,7 @@ from ._open import open as open_array
 from ._overlap import refuse_overwriting_the_source
 from ._pyramid import Levels, Shapes, prepare
 from ._sources import options_for, side_options
-from ._values import refuse_non_numbers
+from ._values import refuse_by_dtype
 
 __all__ = ["map_chunks", "pyramid", "to_zarr"]
 
@@ -130,10 +130,11 @@ def _opened(target: Any, storage_options: Mapping[str, Any] | None) -> Array:
 
 
 def _check_dtype(source: np.dtype, array: Array) -> None:
-    """Refuse a dask array that is not numbers before computing anything; values are
+    """Refuse a dask array of a dtype the array's does not take (text into numbers,
+    numbers into dates…) before computing anything; values are
     checked block by block as each shard's task writes them (int64 blocks whose values
     all fit a uint16 target are written)."""
-    refuse_non_numbers(source, array.dtype, "nothing was computed or written")
+    refuse_by_dtype(source, array.dtype, "nothing was computed or written")
 
 
 def _run(delayed: Any, compute: bool, compute_kwargs: dict[str, Any]) -> Any:

@@ -154,7 +154,7 @@ def test_values_that_do_not_fit(a, tmp_path):
     with expect("dtype-string"):
         a[0, 0] = "abc"
     with expect("dtype-unsupported"):
-        make(tmp_path, dtype="U4")()
+        make(tmp_path, dtype=str)()
     with expect("fill-overflow"):
         make(tmp_path, dtype="uint8", fill_value=300)()
     with expect("fill-fraction"):

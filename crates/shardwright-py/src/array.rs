@@ -370,10 +370,11 @@ impl PyArray {
         self.inner.layout().shape().to_vec()
     }
 
-    /// The Zarr v3 data type name.
+    /// The data type's spec: its Zarr v3 name, or the compact JSON of the data type
+    /// object of a type with a configuration (`numpy.datetime64`, `raw_bytes`, …).
     #[getter]
     fn dtype(&self) -> String {
-        self.inner.layout().data_type_name().to_string()
+        self.inner.layout().data_type_spec().to_string()
     }
 
     #[getter]

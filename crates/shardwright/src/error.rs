@@ -155,9 +155,10 @@ impl Error {
                     | DownsampleError::InputLength { .. },
                 ),
             ) => ErrorKind::Shape,
-            Error::Pyramid(PyramidError::Downsample(DownsampleError::UnsupportedDataType {
-                ..
-            })) => ErrorKind::Unsupported,
+            Error::Pyramid(PyramidError::Downsample(
+                DownsampleError::UnsupportedDataType { .. }
+                | DownsampleError::MethodNotForDataType { .. },
+            )) => ErrorKind::Unsupported,
             Error::OutOfMemory(_) => ErrorKind::OutOfMemory,
             Error::Store(StoreError::NotDurable { .. }) => ErrorKind::NotDurable,
             Error::Store(StoreError::Config { .. }) => ErrorKind::Unsupported,

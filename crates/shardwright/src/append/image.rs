@@ -101,7 +101,7 @@ impl ImageAppender {
         let Some(first) = levels.first() else {
             return Err(Error::Internal("an image has at least level 0".into()));
         };
-        let data_type = first.layout().data_type_name().to_string();
+        let data_type = first.layout().data_type_spec().to_string();
         crate::pyramid::downsample::check_supported(&data_type, method)
             .map_err(crate::pyramid::PyramidError::from)?;
         let ndim = first.layout().ndim();

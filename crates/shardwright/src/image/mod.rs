@@ -204,7 +204,7 @@ impl Image {
         crate::pyramid::add_levels::refuse_rectilinear(&level0, "open the image over")?;
         let (shape, data_type) = (
             level0.layout().shape().to_vec(),
-            level0.layout().data_type_name().to_string(),
+            level0.layout().data_type_spec().to_string(),
         );
         Self::make(
             store,
@@ -230,7 +230,7 @@ impl Image {
         };
         let data_type = arrays
             .first()
-            .map(|a| a.layout().data_type_name().to_string())
+            .map(|a| a.layout().data_type_spec().to_string())
             .unwrap_or_default();
         let element = element_size(&data_type).ok_or_else(|| {
             PyramidError::Downsample(downsample::DownsampleError::UnsupportedDataType {

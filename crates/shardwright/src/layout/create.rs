@@ -2,9 +2,8 @@
 //! settings (`bytes` + compressor inside `sharding_indexed`, `bytes` + `crc32c` index).
 
 use serde_json::{json, Value};
-use zarrs::array::DataType;
-use zarrs::metadata::v3::MetadataV3;
 
+use super::data_types;
 use super::object_text::ObjectText;
 use super::{invalid, IndexLocation, Layout, LayoutError};
 use crate::domain::AxisCells;
@@ -94,7 +93,8 @@ pub struct ArraySpec {
     data_type: String,
     chunks: Vec<u64>,
     shards: Option<Vec<u64>>,
-    fill_value: Value,
+    /// `None`: the data type's default.
+    fill_value: Option<Value>,
     compressor: Compressor,
     index_location: IndexLocation,
     dimension_names: Option<Vec<String>>,
@@ -107,9 +107,11 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
-    /// An array of `shape` and `data_type` (a Zarr v3 name such as `"uint16"`) whose
+    /// An array of `shape` and `data_type` (a Zarr v3 name such as `"uint16"`, or the
+    /// JSON of a data type object: see [`data_types`](super::data_types)) whose
     /// chunks (inner chunks, once [`shards`](Self::shards) is set) have shape `chunks`.
-    /// Defaults: no sharding, fill value 0, zstd, index at the end.
+    /// Defaults: no sharding, the data type's default fill value (zarr-python's: 0,
+    /// false, NaT for times, the empty string, zero bytes), zstd, index at the end.
     #[must_use]
     pub fn new(shape: Vec<u64>, data_type: &str, chunks: Vec<u64>) -> Self {
         Self {
@@ -117,7 +119,7 @@ impl ArraySpec {
             data_type: data_type.to_string(),
             chunks,
             shards: None,
-            fill_value: json!(0),
+            fill_value: None,
             compressor: Compressor::Zstd { level: 0 },
             index_location: IndexLocation::End,
             dimension_names: None,
@@ -188,7 +190,7 @@ impl ArraySpec {
     /// The fill value as Zarr v3 fill value metadata (`0`, `1.5`, `"NaN"`, `true`, `[0, 0]`).
     #[must_use]
     pub fn fill_value(mut self, fill_value: Value) -> Self {
-        self.fill_value = fill_value;
+        self.fill_value = Some(fill_value);
         self
     }
 
@@ -254,23 +256,21 @@ impl ArraySpec {
     /// [`LayoutError`] for an unknown data type, a fill value that is not of it, shapes
     /// of different ranks, or chunks that do not divide the shards.
     pub fn to_json(&self) -> Result<String, LayoutError> {
-        let data_type = DataType::from_metadata(&MetadataV3::new(self.data_type.clone()))
-            .map_err(|_| LayoutError::Unsupported(format!("data type '{}'", self.data_type)))?;
-        let element_size = data_type.fixed_size().ok_or_else(|| {
-            LayoutError::Unsupported(format!("data type '{}' (not fixed-size)", self.data_type))
-        })?;
-        let fill_metadata: zarrs::array::FillValueMetadata =
-            serde_json::from_value(self.fill_value.clone())
-                .map_err(|e| invalid(format!("fill value {}: {e}", self.fill_value)))?;
-        let fill = data_type.fill_value_v3(&fill_metadata).map_err(|_| {
-            invalid(format!(
-                "fill value {} is not a {}",
-                self.fill_value, self.data_type
-            ))
-        })?;
-        let fill_json = data_type
-            .metadata_fill_value(&fill)
-            .map_err(|e| invalid(format!("fill value: {e}")))?;
+        let data_type = data_types::metadata_of_spec(&self.data_type)?;
+        let resolved = data_types::resolve(&data_type)?;
+        let element_size = resolved.element_size;
+        let fill = match &self.fill_value {
+            None => resolved.default_fill(),
+            Some(given) => {
+                let fill_metadata: zarrs::array::FillValueMetadata =
+                    serde_json::from_value(given.clone())
+                        .map_err(|e| invalid(format!("fill value {given}: {e}")))?;
+                resolved.fill_value(&fill_metadata).ok_or_else(|| {
+                    invalid(format!("fill value {given} is not a {}", self.data_type))
+                })?
+            }
+        };
+        let fill_json = resolved.fill_json(&fill)?;
         let rank = self.shape.len();
         if self.chunks.len() != rank || self.shards.as_ref().is_some_and(|s| s.len() != rank) {
             return Err(LayoutError::Shape(format!(
@@ -278,7 +278,7 @@ impl ArraySpec {
                 self.chunks, self.shards
             )));
         }
-        let bytes = if element_size == 1 {
+        let bytes = if !resolved.has_endianness() {
             json!({"name": "bytes"})
         } else {
             json!({"name": "bytes", "configuration": {"endian": "little"}})
@@ -329,7 +329,7 @@ impl ArraySpec {
         };
         let mut metadata = json!({
             "shape": self.shape,
-            "data_type": self.data_type,
+            "data_type": data_types::metadata_json(&data_type),
             "chunk_grid": chunk_grid,
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
             "fill_value": fill_json,

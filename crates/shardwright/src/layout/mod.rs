@@ -6,8 +6,9 @@
 //! implemented here. An array without a `sharding_indexed` codec is laid out as shards of one
 //! chunk each, stored without an index.
 //!
-//! Supported: every fixed-size data type zarrs knows; inner codecs `bytes` (either endian),
-//! `transpose`, `zstd`, `blosc`, `gzip`, `crc32c`; index codecs `bytes` and `crc32c`; index
+//! Supported: every fixed-size data type zarrs knows, and zarr-python's
+//! `null_terminated_bytes` and `raw_bytes` (see [`data_types`](self::data_types)); inner
+//! codecs `bytes` (either endian), `transpose`, `zstd`, `blosc`, `gzip`, `crc32c`; index codecs `bytes` and `crc32c`; index
 //! at the start or the end; rank 1 to 8; the `regular` and `rectilinear` chunk grids (a
 //! rectilinear grid's shards differ in shape: [`Layout::for_shard`] gives each shard's
 //! layout); the `default` and `v2` chunk key encodings. Anything else is a
@@ -27,6 +28,7 @@
 //! ```
 
 mod create;
+pub mod data_types;
 pub(crate) mod object_text;
 mod parse;
 mod per_shard;
@@ -34,6 +36,7 @@ mod per_shard;
 pub use per_shard::IndexSpec;
 
 pub use create::{grown_grid, ArraySpec, Compressor};
+pub use data_types::element_size_of;
 use parse::{
     cell_extent, check_codec_limits, check_codec_names, check_divides, check_sizes,
     chunk_key_encoding, codec_chain, decode_stages, grid_cells, index_spec, inner_codecs_metadata,
@@ -105,6 +108,7 @@ pub struct Layout {
     shape: Vec<u64>,
     data_type: DataType,
     data_type_name: String,
+    data_type_spec: String,
     fill_value: FillValue,
     element_size: usize,
     shard_shape: Vec<u64>,
@@ -165,22 +169,16 @@ impl Layout {
         if !metadata.storage_transformers.is_empty() {
             return Err(unsupported("storage transformers"));
         }
-        let data_type = DataType::from_metadata(&metadata.data_type)
-            .map_err(|_| unsupported(format!("data type '{}'", metadata.data_type.name())))?;
+        let resolved = data_types::resolve(&metadata.data_type)?;
         let data_type_name = metadata.data_type.name().to_string();
-        let element_size = data_type
-            .fixed_size()
-            .filter(|s| *s > 0)
-            .ok_or_else(|| unsupported(format!("data type '{data_type_name}' (not fixed-size)")))?;
-        let fill_value = data_type.fill_value_v3(&metadata.fill_value).map_err(|_| {
+        let element_size = resolved.element_size;
+        let fill_value = resolved.fill_value(&metadata.fill_value).ok_or_else(|| {
             invalid(format!(
                 "fill value {} is not a {data_type_name}",
                 metadata.fill_value
             ))
         })?;
-        if fill_value.size() != element_size {
-            return Err(unsupported(format!("data type '{data_type_name}'")));
-        }
+        let (data_type, data_type_spec) = (resolved.codec_type, resolved.spec);
         let cells = grid_cells(&metadata.chunk_grid, &shape)?;
         // The first cell's extents, and the largest along each dimension.
         let first: Vec<u64> = cells.iter().map(|c| cell_extent(c, 0)).collect();
@@ -270,6 +268,7 @@ impl Layout {
             shape,
             data_type,
             data_type_name,
+            data_type_spec,
             fill_value,
             element_size,
             shard_shape,
@@ -348,7 +347,24 @@ impl Layout {
         &self.data_type_name
     }
 
-    /// The zarrs data type.
+    /// The data type as one string (its *spec*): the Zarr v3 name of a type without a
+    /// configuration (`"uint16"`), else the compact JSON of the `data_type` object
+    /// (`{"name":"fixed_length_utf32","configuration":{"length_bytes":20}}`); what
+    /// [`ArraySpec::new`] takes. See [`data_types`](self::data_types) (module docs).
+    ///
+    /// ```
+    /// use shardwright::layout::{ArraySpec, Layout};
+    /// let spec = r#"{"name":"null_terminated_bytes","configuration":{"length_bytes":5}}"#;
+    /// let json = ArraySpec::new(vec![4], spec, vec![2]).fill_value(serde_json::json!("")).to_json().unwrap();
+    /// assert_eq!(Layout::from_json(json.as_bytes()).unwrap().data_type_spec(), spec);
+    /// ```
+    #[must_use]
+    pub fn data_type_spec(&self) -> &str {
+        &self.data_type_spec
+    }
+
+    /// The zarrs data type the codecs encode (zarrs' raw bits of the same size for
+    /// `null_terminated_bytes` and `raw_bytes`, which zarrs does not know).
     #[must_use]
     pub fn data_type(&self) -> &DataType {
         &self.data_type

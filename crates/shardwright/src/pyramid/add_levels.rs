@@ -81,7 +81,7 @@ pub fn add_levels(
     let level0 = open_level0(&store, &path, group.as_ref())?.with_options(options.writer.clone());
     refuse_rectilinear(&level0, "add levels over")?;
     let shape0 = level0.layout().shape().to_vec();
-    let data_type = level0.layout().data_type_name().to_string();
+    let data_type = level0.layout().data_type_spec().to_string();
     let multiscale = group
         .as_ref()
         .and_then(|g| g.pointer("/attributes/ome/multiscales/0"));
@@ -389,7 +389,7 @@ fn plan_over(request: &PlanRequest, level0: &Array) -> Result<Plan> {
         }
         (None, None) => shards0.clone(),
     };
-    let data_type = layout.data_type_name();
+    let data_type = layout.data_type_spec();
     let mut first = request.clone();
     first.chunks = Some(vec![upper_chunks.clone()]);
     first.shards = Some(vec![upper_shards.clone()]);
@@ -429,10 +429,10 @@ fn same_settings(array: &Array, plan: &Plan, k: usize, data_type: &str) -> Resul
     let made = layout.metadata().attributes.get(SETTINGS_KEY);
     let record = settings_record(plan, k);
     let wanted = record.get(SETTINGS_KEY);
-    let message = if layout.data_type_name() != data_type {
+    let message = if layout.data_type_spec() != data_type {
         Some(format!(
             "it holds {}; level 0 holds {data_type}",
-            layout.data_type_name()
+            layout.data_type_spec()
         ))
     } else if made.is_some_and(|m| Some(m) != wanted) {
         let made = made.cloned().unwrap_or_default();

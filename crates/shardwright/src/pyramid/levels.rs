@@ -148,7 +148,7 @@ fn check_same(array: &Array, plan: &Plan, k: usize, data_type: &str, path: &str)
     };
     let found = (
         layout.shape(),
-        layout.data_type_name(),
+        layout.data_type_spec(),
         layout.chunk_shape(),
         layout.shard_shape(),
     );

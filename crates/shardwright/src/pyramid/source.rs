@@ -19,7 +19,8 @@ use crate::Array;
 pub trait Source: Send + Sync {
     /// The array's shape.
     fn shape(&self) -> Vec<u64>;
-    /// Its Zarr v3 data type name (`"uint16"`, `"float32"`, …).
+    /// Its Zarr v3 data type name (`"uint16"`, `"float32"`, …), or for a type with a
+    /// configuration the spec naming it (see [`crate::layout::data_types`]).
     fn data_type(&self) -> String;
     /// Its fill value as Zarr v3 metadata writes it, if it has one (the pyramid's levels
     /// take it); `None`: 0.
@@ -115,8 +116,14 @@ impl BufferSource {
     }
 }
 
-/// The size of one element of the Zarr v3 data type `name`, if it is one shardwright
-/// downsamples.
+/// The size of one element of the Zarr v3 data type `name` (or spec: see
+/// [`crate::layout::data_types`]), if it is one shardwright copies.
+///
+/// ```
+/// use shardwright::pyramid::source::element_size;
+/// assert_eq!(element_size("complex64"), Some(8));
+/// assert_eq!(element_size(r#"{"name":"raw_bytes","configuration":{"length_bytes":3}}"#), Some(3));
+/// ```
 #[must_use]
 pub fn element_size(name: &str) -> Option<usize> {
     Some(match name {
@@ -125,6 +132,10 @@ pub fn element_size(name: &str) -> Option<usize> {
         "int32" | "uint32" | "float32" => 4,
         "int64" | "uint64" | "float64" | "complex64" => 8,
         "complex128" => 16,
+        "string" | "bytes" => return None,
+        _ if name.starts_with('{') || name.starts_with('r') => {
+            return crate::layout::element_size_of(name);
+        }
         _ => return None,
     })
 }
@@ -201,7 +212,7 @@ impl Source for ArraySource {
     }
 
     fn data_type(&self) -> String {
-        self.array.layout().data_type_name().to_string()
+        self.array.layout().data_type_spec().to_string()
     }
 
     fn fill_value(&self) -> Option<Value> {
@@ -274,7 +285,8 @@ impl ZarrsSource {
             return Err(fail(&"its metadata has no Zarr v3 form"));
         };
         Ok(Self {
-            data_type: metadata.data_type.name().to_string(),
+            data_type: crate::layout::data_types::resolve(&metadata.data_type)
+                .map_or_else(|_| metadata.data_type.name().to_string(), |r| r.spec),
             fill_value: serde_json::to_value(&metadata.fill_value).unwrap_or(Value::Null),
             array,
         })

@@ -240,7 +240,7 @@ impl LevelTasks {
     pub fn write_shard(&self, level: usize, index: &[u64]) -> Result<CommitStats> {
         let (lower, upper) = self.level_pair(level)?;
         let (shard, blocks) = self.blocks(level, index)?;
-        let data_type = upper.layout().data_type_name().to_string();
+        let data_type = upper.layout().data_type_spec().to_string();
         let writer = upper.shard_writer(&shard)?;
         for block in blocks {
             let data = lower.read(&block)?;

@@ -126,7 +126,7 @@ pub fn update_levels(
         ))
         .into());
     }
-    let data_type = level0.layout().data_type_name().to_string();
+    let data_type = level0.layout().data_type_spec().to_string();
     downsample::check_supported(&data_type, method).map_err(PyramidError::from)?;
     let shapes = level_shapes(&shape0, factors, Some(arrays.len()));
     let mut report = UpdateReport {
@@ -137,11 +137,11 @@ pub fn update_levels(
     let bounds0 = level0.bounds();
     let mut changed: Vec<Domain> = dirty.iter().filter_map(|d| d.intersect(&bounds0)).collect();
     for (k, (array, shape)) in arrays.iter().zip(&shapes).enumerate().skip(1) {
-        if array.layout().data_type_name() != data_type {
+        if array.layout().data_type_spec() != data_type {
             return Err(PyramidError::invalid(format!(
                 "level {k} ('{}') holds {}; level 0 holds {data_type}",
                 array.path(),
-                array.layout().data_type_name()
+                array.layout().data_type_spec()
             ))
             .into());
         }

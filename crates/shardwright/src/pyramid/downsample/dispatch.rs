@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use super::accumulate::Accumulate;
 use super::elem::{DType, Elem};
+use super::fixed::{MinTime, ModeOfStrings, NatLast, StringOrder};
 use super::geometry::Geom;
 use super::kernel::Kernel;
 use super::mean::{MeanFloat, MeanInt};
@@ -59,6 +60,18 @@ fn drive<K: Kernel>(kernel: &K, input: &[u8], g: &Geom, elem_size: usize) -> Vec
 pub(super) fn dispatch(input: &[u8], g: &Geom, dtype: DType, method: Method) -> Vec<u8> {
     if method == Method::Stride {
         return drive(&StrideKernel { size: dtype.size() }, input, g, dtype.size());
+    }
+    match dtype {
+        DType::Time => return times(input, g, method),
+        DType::Utf32(size) | DType::Bytes(size) => {
+            // `downsample_part` lets strings and bytes through for stride and mode only
+            let order = match dtype {
+                DType::Utf32(_) => StringOrder::Utf32,
+                _ => StringOrder::Bytes,
+            };
+            return drive(&ModeOfStrings { size, order }, input, g, size);
+        }
+        _ => {}
     }
     if dtype == DType::Bool {
         // bool is u8 holding 0 or 1; median and mode equal the mean (as in TensorStore).
@@ -138,6 +151,19 @@ pub(super) fn dispatch(input: &[u8], g: &Geom, dtype: DType, method: Method) -> 
             f64,
             drive(&Accumulate(MeanFloat::<f64>::default()), input, g, 8)
         ),
-        DType::Bool => unreachable!("handled above"),
+        DType::Bool | DType::Time | DType::Utf32(_) | DType::Bytes(_) => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// Min, max or mode of times (int64, NaT = -2⁶³): NaT skipped by min and max, ordered
+/// after every time by the mode (`downsample_part` lets mean and median not through).
+fn times(input: &[u8], g: &Geom, method: Method) -> Vec<u8> {
+    match method {
+        Method::Min => drive(&Accumulate(MinTime), input, g, 8),
+        // NaT is the least int64: the maximum skips it unless the block is all NaT
+        Method::Max => drive(&Accumulate(MaxOf::<i64>::default()), input, g, 8),
+        _ => drive(&Gather::<NatLast, true>::default(), input, g, 8),
     }
 }

@@ -1,6 +1,9 @@
 //! The data types the kernels handle ([`DType`]) and their elements ([`Elem`]), decoded
 //! from and encoded to native-endian bytes of any alignment.
 
+use super::Method;
+use crate::layout::data_types::{self, Family};
+
 /// The data types the kernels handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum DType {
@@ -15,9 +18,16 @@ pub(super) enum DType {
     U64,
     F32,
     F64,
+    /// `numpy.datetime64` or `numpy.timedelta64`: int64, NaT = -2⁶³.
+    Time,
+    /// `fixed_length_utf32` of this many bytes.
+    Utf32(usize),
+    /// `null_terminated_bytes`, `raw_bytes` or raw bits (`r<N>`) of this many bytes.
+    Bytes(usize),
 }
 
 impl DType {
+    /// The type a data type spec names (see [`crate::layout::data_types`]).
     pub(super) fn parse(name: &str) -> Option<DType> {
         Some(match name {
             "bool" => DType::Bool,
@@ -31,8 +41,26 @@ impl DType {
             "uint64" => DType::U64,
             "float32" => DType::F32,
             "float64" => DType::F64,
-            _ => return None,
+            _ => {
+                let resolved = data_types::resolve_spec(name).ok()?;
+                match resolved.family {
+                    Family::Time => DType::Time,
+                    Family::Utf32 => DType::Utf32(resolved.element_size),
+                    Family::Bytes => DType::Bytes(resolved.element_size),
+                    Family::Plain => return None,
+                }
+            }
         })
+    }
+
+    /// The methods the kernels have for this type: all of them for numbers and bool;
+    /// stride, mode, min and max for times; stride and mode for strings and bytes.
+    pub(super) fn methods(self) -> &'static [Method] {
+        match self {
+            DType::Time => &[Method::Stride, Method::Mode, Method::Min, Method::Max],
+            DType::Utf32(_) | DType::Bytes(_) => &[Method::Stride, Method::Mode],
+            _ => &Method::ALL,
+        }
     }
 
     pub(super) fn size(self) -> usize {
@@ -40,7 +68,8 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::Time => 8,
+            DType::Utf32(size) | DType::Bytes(size) => size,
         }
     }
 }

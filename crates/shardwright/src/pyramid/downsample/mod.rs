@@ -14,6 +14,13 @@
 //! | [`Method::Mode`] | the most frequent value; ties go to the smallest value |
 //! | [`Method::Stride`] | the block's first element |
 //!
+//! Times (`numpy.datetime64`, `numpy.timedelta64`) take stride, min and max (NaT skipped,
+//! as `np.nanmin` / `np.nanmax` skip it; an all-NaT block gives NaT) and the mode (NaT
+//! ordered after every time, as `np.sort` orders it); fixed-size strings and bytes
+//! (`fixed_length_utf32`, `null_terminated_bytes`, `raw_bytes`) take stride and the mode
+//! (ties to the smallest in numpy's order). TensorStore has neither; numpy is the
+//! reference.
+//!
 //! Where TensorStore's result depends on more than the values — which zero or NaN the
 //! median or the mode of floats returns, which of several NaNs a float mean ends with —
 //! these kernels reproduce TensorStore's x86-64 Linux build too: a block's elements are
@@ -47,6 +54,7 @@ use std::str::FromStr;
 mod accumulate;
 mod dispatch;
 mod elem;
+mod fixed;
 mod geometry;
 mod kernel;
 mod mean;
@@ -165,7 +173,18 @@ fn method_names() -> String {
 
 /// The data types [`downsample`] handles, comma-separated, for error messages.
 const DATA_TYPES: &str =
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64";
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 (every \
+     method); numpy.datetime64, numpy.timedelta64 (stride, mode, min, max); \
+     fixed_length_utf32, null_terminated_bytes, raw_bytes (stride, mode)";
+
+/// `methods`' names, comma-separated.
+fn names_of(methods: &[Method]) -> String {
+    methods
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Why a downsampling request cannot be carried out.
 ///
@@ -193,6 +212,17 @@ pub enum DownsampleError {
         data_type: String,
         /// The method asked for.
         method: Method,
+    },
+    /// A data type the kernels handle with some methods only: times (stride, mode, min,
+    /// max), strings and bytes (stride, mode).
+    #[error("downsampling method '{method}' does not support data type '{data_type}'; the methods for it: {}", names_of(.supported))]
+    MethodNotForDataType {
+        /// The data type given (its spec, see [`crate::layout::data_types`]).
+        data_type: String,
+        /// The method asked for.
+        method: Method,
+        /// The methods that handle the data type.
+        supported: Vec<Method>,
     },
     /// Factors of the wrong number, or a factor below 1.
     #[error("expected {ndim} downsampling factors (one per dimension), each at least 1; got {factors:?}")]
@@ -253,24 +283,47 @@ pub fn output_shape(in_shape: &[u64], factors: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-/// `Ok` if [`downsample`] handles `data_type` (a Zarr v3 data type name) with `method`.
+/// `Ok` if [`downsample`] handles `data_type` (a Zarr v3 data type name, or a spec of a
+/// type with a configuration: see [`crate::layout::data_types`]) with `method`.
 ///
 /// Every method handles `bool`, `int8`…`int64`, `uint8`…`uint64`, `float32` and
-/// `float64`; any other data type is [`DownsampleError::UnsupportedDataType`].
+/// `float64`; `numpy.datetime64` and `numpy.timedelta64` take `stride`, `mode`, `min`
+/// and `max` (NaT skipped, as `np.nanmin` / `np.nanmax`), `fixed_length_utf32`,
+/// `null_terminated_bytes` and `raw_bytes` take `stride` and `mode`
+/// ([`DownsampleError::MethodNotForDataType`] for the others); any other data type is
+/// [`DownsampleError::UnsupportedDataType`].
 ///
 /// ```
-/// use shardwright::pyramid::downsample::{check_supported, Method};
+/// use shardwright::pyramid::downsample::{check_supported, DownsampleError, Method};
 ///
 /// assert!(check_supported("uint16", Method::Mean).is_ok());
 /// assert!(check_supported("float16", Method::Mean).is_err());
+/// let text = r#"{"name":"fixed_length_utf32","configuration":{"length_bytes":8}}"#;
+/// assert!(check_supported(text, Method::Mode).is_ok());
+/// let err = check_supported(text, Method::Mean).unwrap_err();
+/// assert!(matches!(err, DownsampleError::MethodNotForDataType { .. }));
+/// assert!(err.to_string().ends_with("the methods for it: stride, mode"));
 /// ```
 pub fn check_supported(data_type: &str, method: Method) -> Result<(), DownsampleError> {
-    DType::parse(data_type)
-        .map(|_| ())
-        .ok_or_else(|| DownsampleError::UnsupportedDataType {
+    dtype_for(data_type, method).map(|_| ())
+}
+
+/// The kernels' type for `data_type` if they handle it with `method`.
+fn dtype_for(data_type: &str, method: Method) -> Result<DType, DownsampleError> {
+    let dtype = DType::parse(data_type).ok_or_else(|| DownsampleError::UnsupportedDataType {
+        data_type: data_type.to_string(),
+        method,
+    })?;
+    let methods = dtype.methods();
+    if methods.contains(&method) {
+        Ok(dtype)
+    } else {
+        Err(DownsampleError::MethodNotForDataType {
             data_type: data_type.to_string(),
             method,
+            supported: methods.to_vec(),
         })
+    }
 }
 
 /// Downsample `input` by `factors` with `method`.
@@ -374,10 +427,7 @@ pub fn downsample_part(
             factors: factors.to_vec(),
         });
     }
-    let dtype = DType::parse(data_type).ok_or_else(|| DownsampleError::UnsupportedDataType {
-        data_type: data_type.to_string(),
-        method,
-    })?;
+    let dtype = dtype_for(data_type, method)?;
     let expected = in_shape
         .iter()
         .try_fold(dtype.size() as u64, |acc, &n| acc.checked_mul(n))

@@ -71,7 +71,7 @@ fn errors() {
         }
     ));
 
-    for dtype in ["float16", "complex64", "string", "r16", ""] {
+    for dtype in ["float16", "complex64", "string", "bytes", "int4", ""] {
         let err = downsample(&[0; 8], &[4], &[2], dtype, Method::Median).unwrap_err();
         assert_eq!(
             err,

@@ -1,11 +1,12 @@
 //! Tests of the downsampling kernels: a naive reference ([`reference`]), TensorStore's own
 //! results ([`tensorstore_cases`]), TensorStore's semantics example by example
-//! ([`semantics`]), names and errors ([`errors`]), the sorting building blocks
+//! ([`semantics`]), names and errors ([`errors`]), times, text and bytes ([`fixed`]), the sorting building blocks
 //! ([`sorting`]), parts of arrays against the whole ([`parts`]) and a throughput run by
 //! hand ([`throughput`]). The helpers they share (element codecs, random data, hex case
 //! files) are here.
 
 mod errors;
+mod fixed;
 mod parts;
 mod reference;
 mod semantics;
