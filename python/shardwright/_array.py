@@ -215,7 +215,7 @@ class Array(OpensOnFirstUse, ZarrNames, Appending):
         >>> len(a.iter_shards()), list(a.iter_shards())[-1]
         (9, Domain(origin=(8, 8), shape=(2, 2)))
         """
-        return Cells(self._core.iter_shards(self._within(within)), "shards")
+        return Cells(self._core.iter_shards(self._within(within)), "shards", self)
 
     def iter_chunks(self, within: Within = None) -> Cells:
         """The inner chunks in C order, clipped to the array; ``within`` as in

@@ -29,20 +29,22 @@ class Cells(Iterator[Domain]):
     (5, 0, [])
     """
 
-    __slots__ = ("_cells", "_what")
+    __slots__ = ("_array", "_cells", "_what")
 
-    def __init__(self, cells: Any, what: str) -> None:
+    def __init__(self, cells: Any, what: str, array: Any = None) -> None:
         # ``cells``: the engine's grid iterator of (origin, shape, index) lists, which
-        # knows how many it has left.
+        # knows how many it has left; ``array``: what the shards belong to (it has
+        # ``write_shard``), for ``Domain.write_context``.
         self._cells = cells
         self._what = what
+        self._array = array
 
     def __iter__(self) -> Cells:
         return self
 
     def __next__(self) -> Domain:
         origin, shape, index = next(self._cells)
-        return Domain._from_grid(origin, shape, index)
+        return Domain._from_grid(origin, shape, index, self._array)
 
     def __len__(self) -> int:
         return len(self._cells)

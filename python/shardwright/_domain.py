@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ._errors import BoundsError, ShapeError
+from ._errors import BoundsError, ShapeError, UnsupportedError
 
 
 def _ints(values: Iterable[int], what: str) -> tuple[int, ...]:
@@ -25,9 +26,12 @@ class Domain:
 
     Domains from :meth:`Array.iter_shards`, :meth:`Array.iter_chunks` and
     :meth:`ShardWriter.inner_chunks` carry their grid ``index``; others have ``None``.
-    Equality and hashing ignore the index. ``numpy_array[d.slices]`` selects the box.
-    ``str(d)`` is the slices (``[2:4, 0:3]`` below), the form messages use; ``d * (2, 2)``
-    and ``d // (2, 2)`` carry a box to a grid twice as fine or as coarse (:meth:`scale`).
+    The shards :meth:`Array.iter_shards` (and :meth:`Image.iter_shards`) yields also
+    remember their array: ``shard.write_context()`` is ``a.write_shard(shard)``
+    (:meth:`write_context`). Equality and hashing ignore the index and the array.
+    ``numpy_array[d.slices]`` selects the box. ``str(d)`` is the slices (``[2:4, 0:3]``
+    below), the form messages use; ``d * (2, 2)`` and ``d // (2, 2)`` carry a box to a
+    grid twice as fine or as coarse (:meth:`scale`).
 
     >>> import numpy as np
     >>> from shardwright import Domain
@@ -44,7 +48,7 @@ class Domain:
     [2:4, 0:3] [4:8, 0:6] [1:2, 0:2]
     """
 
-    __slots__ = ("_index", "_origin", "_shape")
+    __slots__ = ("_array", "_index", "_origin", "_shape")
 
     def __init__(self, origin: Sequence[int], shape: Sequence[int]) -> None:
         self._origin = _ints(origin, "origin")
@@ -52,16 +56,50 @@ class Domain:
         if len(self._origin) != len(self._shape):
             raise ShapeError(f"origin {self._origin} and shape {self._shape} have different ranks")
         self._index: tuple[int, ...] | None = None
+        self._array: Any = None
 
     @classmethod
     def _from_grid(
-        cls, origin: Sequence[int], shape: Sequence[int], index: Sequence[int]
+        cls,
+        origin: Sequence[int],
+        shape: Sequence[int],
+        index: Sequence[int],
+        array: Any = None,
     ) -> Domain:
+        # ``array``: what wrote the grid out (an Array or an Image), for write_context.
         d = object.__new__(cls)
         d._origin = tuple(origin)
         d._shape = tuple(shape)
         d._index = tuple(index)
+        d._array = array
         return d
+
+    def write_context(self, **options: Any) -> Any:
+        """The writer of this shard: ``shard.write_context(**options)`` is
+        ``a.write_shard(shard, **options)`` for a shard that ``a.iter_shards()`` yielded
+        (the form zarr-python #3604 proposed; ``options`` as for
+        :meth:`Array.write_shard`). Use it as a sync or async context manager (``with`` /
+        ``async with``); its :meth:`~ShardWriter.inner_chunks` yields the shard's chunk
+        domains. A domain made any other way (``Domain(...)``, an inner chunk, a copy
+        through pickle) knows no array: :class:`UnsupportedError`, naming the call to make
+        instead.
+
+        >>> import numpy as np, tempfile, shardwright as sw
+        >>> a = sw.create(tempfile.mkdtemp() + "/seed.zarr", shape=(8, 8), dtype="uint8",
+        ...               chunks=(4, 4), shards=(4, 8))
+        >>> for shard in a.iter_shards():
+        ...     with shard.write_context() as shard_write:
+        ...         for chunk in shard_write.inner_chunks():
+        ...             shard_write[chunk] = np.full(chunk.shape, sum(chunk.index), "uint8")
+        >>> a[::4, ::4].tolist(), shard_write.stats["puts"]
+        ([[0, 1], [1, 2]], 1)
+        """
+        if self._array is None:
+            raise UnsupportedError(
+                f"{self} does not know its array: write_context() works on the shards that "
+                "a.iter_shards() yields; for any other domain call a.write_shard(domain)"
+            )
+        return self._array.write_shard(self, **options)
 
     @classmethod
     def from_slices(cls, slices: Sequence[slice], shape: Sequence[int]) -> Domain:

@@ -101,7 +101,7 @@ class Image:
         levels' blocks soonest (nested under their shards), which keeps one block per
         level in memory; any other order works too, holding more (C order: a row of
         blocks per level). A sized, single-use iterator, as :meth:`Array.iter_shards`."""
-        return Cells(_ShardList(self._core.shards_in_order()), "shards")
+        return Cells(_ShardList(self._core.shards_in_order()), "shards", self)
 
     def write_shard(self, shard: Domain | Sequence[int], **options: Any) -> Any:
         """A writer of level 0's ``shard``, as :meth:`Array.write_shard` (its options
